@@ -1,0 +1,78 @@
+package kura
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes, one per row of the error table in API.md.
+const (
+	EInvalid      = "invalid_argument"
+	EUnauth       = "unauthenticated"
+	EDenied       = "permission_denied"
+	ENotFound     = "not_found"
+	EConflict     = "conflict"
+	ETooLarge     = "too_large"
+	EMediaType    = "unsupported_media_type"
+	ERateLimited  = "rate_limited"
+	EUnavailable  = "unavailable"
+	EStorageFull  = "insufficient_storage"
+	EInternal     = "internal"
+	EUnknownError = EInternal
+)
+
+// Error is an application error: a code from the table above, a message meant
+// for the caller, and optional details (the field at fault, missing ids...).
+// Errors without a Kura code are internal and never shown to callers.
+type Error struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid returns an invalid_argument error naming the field at fault.
+func Invalid(field, format string, args ...any) *Error {
+	e := Errorf(EInvalid, format, args...)
+	if field != "" {
+		e.Details = map[string]any{"field": field}
+	}
+	return e
+}
+
+// WithDetail returns e with one more detail set.
+func (e *Error) WithDetail(k string, v any) *Error {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	e.Details[k] = v
+	return e
+}
+
+// ErrorCode returns the Kura code of err, or EInternal when err carries none.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}
+
+// ErrorMessage returns the caller-facing message of err; internal errors get
+// a generic text so that nothing internal leaks.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// IsCode reports whether err carries the given Kura code.
+func IsCode(err error, code string) bool { return ErrorCode(err) == code }

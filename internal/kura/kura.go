@@ -1,0 +1,47 @@
+// Package kura holds Kura's domain nouns (records, ledgers, events), their
+// validation rules and the Error type every other package speaks. It imports
+// only the standard library so that the store, the API, the client and the
+// pure domain packages can all share it.
+package kura
+
+import (
+	"regexp"
+	"time"
+)
+
+// TimeFormat is how every timestamp is written, in the API and inside hashes:
+// RFC 3339 in UTC with exactly nine fractional digits.
+const TimeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// FormatTime renders t in TimeFormat (UTC).
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// ParseTime accepts any RFC 3339 time (with or without fractions) and
+// returns it in UTC.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}
+
+var (
+	authorRE = regexp.MustCompile(`^(user|agent|tool|sys):[A-Za-z0-9._-]{1,64}$`)
+	slugRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	uuidRE   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	hashRE   = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// ValidAuthorID reports whether s is an author id such as "agent:bmo".
+func ValidAuthorID(s string) bool { return authorRE.MatchString(s) }
+
+// ValidSlug reports whether s is a project, name or scope slug.
+func ValidSlug(s string) bool { return slugRE.MatchString(s) }
+
+// ValidID reports whether s is a UUID in lowercase canonical form, the only
+// form Kura hands out and accepts.
+func ValidID(s string) bool { return uuidRE.MatchString(s) }
+
+// ValidHash reports whether s is a lowercase hex SHA-256 digest.
+func ValidHash(s string) bool { return hashRE.MatchString(s) }

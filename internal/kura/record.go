@@ -1,0 +1,188 @@
+package kura
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+// DefaultRecordTypes is the record type vocabulary of API.md. Configuration
+// may extend it (see Vocabulary).
+var DefaultRecordTypes = []string{
+	"task.instruction", "task.deliverable", "agent.thought", "agent.plan",
+	"tool.call", "tool.result", "memory.fact", "memory.decision",
+	"sys.context", "sys.error",
+}
+
+// Limits that keep a single record sane; the body limit bounds the whole request.
+const (
+	MaxMetadataEntries = 64
+	MaxMetadataKey     = 128
+	MaxMetadataValue   = 4096
+	MaxTypeLen         = 64
+	MaxBatchRecords    = 1000
+)
+
+// Record is an immutable, content-addressed entry. Content is its canonical
+// (RFC 8785) JSON; it is null once the record has been redacted.
+type Record struct {
+	ID           string            `json:"id"`
+	Hash         string            `json:"hash"`
+	ContentHash  string            `json:"content_hash"`
+	Seal         string            `json:"seal"`
+	Type         string            `json:"type"`
+	Content      json.RawMessage   `json:"content"`
+	AuthorID     string            `json:"author_id"`
+	Metadata     map[string]string `json:"metadata"`
+	CreatedAt    string            `json:"created_at"`
+	Redacted     bool              `json:"redacted,omitempty"`
+	Deduplicated bool              `json:"deduplicated,omitempty"`
+}
+
+// RecordInput is what a caller sends to create a record.
+type RecordInput struct {
+	Type     string            `json:"type"`
+	Content  json.RawMessage   `json:"content"`
+	AuthorID string            `json:"author_id"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// RecordFilter selects records for listing. Since and Until bound created_at
+// (inclusive, exclusive); Cursor is the last id of the previous page.
+type RecordFilter struct {
+	Type     string
+	AuthorID string
+	Since    string
+	Until    string
+	After    string
+	Limit    int
+}
+
+// Vocabulary is the set of record types a kurad accepts.
+type Vocabulary struct {
+	types map[string]bool
+	list  []string
+}
+
+// NewVocabulary returns the default vocabulary extended by extra types.
+func NewVocabulary(extra ...string) *Vocabulary {
+	v := &Vocabulary{types: map[string]bool{}}
+	for _, t := range append(append([]string{}, DefaultRecordTypes...), extra...) {
+		t = strings.TrimSpace(t)
+		if t == "" || v.types[t] {
+			continue
+		}
+		v.types[t] = true
+		v.list = append(v.list, t)
+	}
+	sort.Strings(v.list)
+	return v
+}
+
+// Has reports whether t is an accepted record type.
+func (v *Vocabulary) Has(t string) bool { return v.types[t] }
+
+// Types lists the accepted record types, sorted.
+func (v *Vocabulary) Types() []string { return append([]string(nil), v.list...) }
+
+// ValidTypeName reports whether t is a well-formed record type name, the rule
+// for types added through configuration.
+func ValidTypeName(t string) bool {
+	if t == "" || len(t) > MaxTypeLen {
+		return false
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate checks a record input against the vocabulary and the content rules
+// of API.md. field prefixes the names in errors (e.g. "records[3].").
+func (in *RecordInput) Validate(v *Vocabulary, field string) error {
+	if in.Type == "" {
+		return Invalid(field+"type", "type is required")
+	}
+	if !v.Has(in.Type) {
+		return Invalid(field+"type", "unknown record type %q", in.Type).WithDetail("allowed", v.Types())
+	}
+	if !ValidAuthorID(in.AuthorID) {
+		return Invalid(field+"author_id", "author_id must match ^(user|agent|tool|sys):[A-Za-z0-9._-]{1,64}$")
+	}
+	if len(in.Content) == 0 {
+		return Invalid(field+"content", "content is required (any JSON value)")
+	}
+	if len(in.Metadata) > MaxMetadataEntries {
+		return Invalid(field+"metadata", "metadata has %d entries, at most %d allowed", len(in.Metadata), MaxMetadataEntries)
+	}
+	for k, val := range in.Metadata {
+		if k == "" || len(k) > MaxMetadataKey {
+			return Invalid(field+"metadata", "metadata keys must be 1..%d bytes", MaxMetadataKey)
+		}
+		if len(val) > MaxMetadataValue {
+			return Invalid(field+"metadata."+k, "metadata values must be at most %d bytes", MaxMetadataValue)
+		}
+	}
+	switch in.Type {
+	case "tool.call":
+		return validateToolCall(in.Content, field+"content")
+	case "tool.result":
+		return validateToolResult(in.Content, field+"content")
+	}
+	return nil
+}
+
+func strictDecode(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func validateToolCall(raw json.RawMessage, field string) error {
+	var c struct {
+		ToolName  *string         `json:"tool_name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Status    *string         `json:"status"`
+	}
+	if err := strictDecode(raw, &c); err != nil {
+		return Invalid(field, "tool.call content must be {\"tool_name\":string,\"arguments\":object,\"status\":\"pending\"|\"success\"|\"error\"}: %s", jsonProblem(err))
+	}
+	if c.ToolName == nil || *c.ToolName == "" {
+		return Invalid(field+".tool_name", "tool.call content needs a non-empty tool_name")
+	}
+	if a := bytes.TrimSpace(c.Arguments); len(a) == 0 || a[0] != '{' {
+		return Invalid(field+".arguments", "tool.call content needs arguments as a JSON object")
+	}
+	if c.Status == nil {
+		return Invalid(field+".status", "tool.call content needs status pending, success or error")
+	}
+	switch *c.Status {
+	case "pending", "success", "error":
+	default:
+		return Invalid(field+".status", "tool.call status %q is not one of pending, success, error", *c.Status)
+	}
+	return nil
+}
+
+func validateToolResult(raw json.RawMessage, field string) error {
+	var c struct {
+		Status *string         `json:"status"`
+		Result json.RawMessage `json:"result"`
+		Error  *string         `json:"error"`
+	}
+	if err := strictDecode(raw, &c); err != nil {
+		return Invalid(field, "tool.result content must be {\"status\":string,\"result\"?:any,\"error\"?:string}: %s", jsonProblem(err))
+	}
+	if c.Status == nil || *c.Status == "" {
+		return Invalid(field+".status", "tool.result content needs a non-empty status")
+	}
+	return nil
+}
+
+// jsonProblem shortens encoding/json errors to the part a caller can act on.
+func jsonProblem(err error) string {
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
