@@ -18,6 +18,7 @@ const (
 	EUnavailable  = "unavailable"
 	EStorageFull  = "insufficient_storage"
 	EInternal     = "internal"
+	EMethod       = "method_not_allowed"
 	EUnknownError = EInternal
 )
 

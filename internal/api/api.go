@@ -1,0 +1,274 @@
+// Package api serves Kura's HTTP/JSON API (shared/API.md) with chi: routing,
+// request limits, JSON decoding, the one error body and status mapping,
+// request logging and metrics.
+package api
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Store is what the API needs from the store.
+type Store interface {
+	CreateRecord(ctx context.Context, in *kura.RecordInput) (*kura.Record, error)
+	CreateRecords(ctx context.Context, ins []kura.RecordInput) ([]kura.Record, error)
+	GetRecord(ctx context.Context, id string) (*kura.Record, error)
+	GetRecordByHash(ctx context.Context, hash string) (*kura.Record, error)
+	ListRecords(ctx context.Context, f kura.RecordFilter) ([]kura.Record, string, error)
+	CreateLedger(ctx context.Context, in *kura.LedgerInput) (*kura.Ledger, error)
+	GetLedger(ctx context.Context, id string, withRecords bool) (*kura.Ledger, error)
+	LedgerRecords(ctx context.Context, id string, after, limit int) ([]kura.Record, int, error)
+	VerifyLedger(ctx context.Context, id string) (*kura.Verification, error)
+	Diff(ctx context.Context, a, b string) (*kura.Diff, error)
+	Proof(ctx context.Context, ledgerID, recordID string) (*kura.Proof, error)
+	Ping(ctx context.Context) error
+	LastEventSeq() int64
+	Counts() map[string]int64
+	PublicKey() ed25519.PublicKey
+}
+
+// Bus is what the API needs from the embedded NATS server.
+type Bus interface {
+	Addr() string
+	Running() bool
+}
+
+// Config holds what the server reports and enforces.
+type Config struct {
+	Version       string
+	SchemaVersion int
+	MaxBodyBytes  int64
+	RecordTypes   []string
+	Logger        *slog.Logger
+	Registry      *prometheus.Registry // nil: metrics are not served
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg     Config
+	store   Store
+	bus     Bus
+	log     *slog.Logger
+	started time.Time
+	metrics *httpMetrics
+	router  chi.Router
+}
+
+// New wires the routes.
+func New(cfg Config, store Store, bus Bus) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 4 << 20
+	}
+	s := &Server{cfg: cfg, store: store, bus: bus, log: cfg.Logger, started: time.Now()}
+	if cfg.Registry != nil {
+		s.metrics = newHTTPMetrics(cfg.Registry)
+	}
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID)
+	r.Use(s.observe)
+	r.Use(s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, kura.Errorf(kura.ENotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, kura.Errorf(kura.EMethod, "method %s is not allowed on %s", r.Method, r.URL.Path))
+	})
+	s.registerOpsRoutes(r)
+	r.Route("/v1", func(r chi.Router) {
+		s.registerRecordRoutes(r)
+		s.registerLedgerRoutes(r)
+	})
+	s.router = r
+	return s
+}
+
+// Handler is the root http.Handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// statusOf maps a Kura error code to its HTTP status (API.md, Conventions).
+func statusOf(code string) int {
+	switch code {
+	case kura.EInvalid:
+		return http.StatusBadRequest
+	case kura.EUnauth:
+		return http.StatusUnauthorized
+	case kura.EDenied:
+		return http.StatusForbidden
+	case kura.ENotFound:
+		return http.StatusNotFound
+	case kura.EMethod:
+		return http.StatusMethodNotAllowed
+	case kura.EConflict:
+		return http.StatusConflict
+	case kura.ETooLarge:
+		return http.StatusRequestEntityTooLarge
+	case kura.EMediaType:
+		return http.StatusUnsupportedMediaType
+	case kura.ERateLimited:
+		return http.StatusTooManyRequests
+	case kura.EUnavailable:
+		return http.StatusServiceUnavailable
+	case kura.EStorageFull:
+		return http.StatusInsufficientStorage
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError is the one place error bodies are written. Internal errors are
+// logged with the request id and answered with a generic message.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ke *kura.Error
+	if !errors.As(err, &ke) {
+		reqID := middleware.GetReqID(r.Context())
+		s.log.Error("internal error", "req_id", reqID, "method", r.Method, "path", r.URL.Path, "err", err)
+		ke = &kura.Error{Code: kura.EInternal, Message: "internal error (request " + reqID + ")"}
+	}
+	status := statusOf(ke.Code)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	s.writeJSON(w, status, map[string]any{"error": ke})
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("encode response", "err", err)
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// decodeJSON reads a JSON body into v: JSON media type, size limit, no
+// unknown fields (the field is named), nothing after the value.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if ct == "" || err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return kura.Errorf(kura.EMediaType, "the body must be JSON (Content-Type: application/json), got %q", ct)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return s.jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return s.jsonError(err)
+		}
+		return kura.Invalid("", "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func (s *Server) jsonError(err error) error {
+	var (
+		mbe *http.MaxBytesError
+		se  *json.SyntaxError
+		te  *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &mbe):
+		return kura.Errorf(kura.ETooLarge, "the body is larger than %d bytes", s.cfg.MaxBodyBytes).WithDetail("limit", s.cfg.MaxBodyBytes)
+	case errors.As(err, &se):
+		return kura.Invalid("", "malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: ")).WithDetail("offset", se.Offset)
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return kura.Invalid(field, "%s must be %s, not JSON %s", field, jsonTypeName(te.Type.String()), te.Value)
+	case errors.Is(err, io.EOF):
+		return kura.Invalid("", "the body is empty; a JSON object is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return kura.Invalid("", "malformed JSON: the body ends too early")
+	}
+	// encoding/json has no typed error for unknown fields; its message is
+	// `json: unknown field "x"`.
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
+		return kura.Invalid(field, "unknown field %q", field)
+	}
+	return kura.Invalid("", "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func jsonTypeName(goType string) string {
+	switch {
+	case goType == "string":
+		return "a string"
+	case strings.HasPrefix(goType, "map["):
+		return "an object"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "float"), strings.HasPrefix(goType, "uint"):
+		return "a number"
+	case goType == "bool":
+		return "a boolean"
+	}
+	return "an object"
+}
+
+// recoverer turns a handler panic into a logged 500 with the error body.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// observe logs each request and records metrics by route pattern (never the
+// raw path, which holds ids).
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		d := time.Since(start)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		if s.metrics != nil {
+			s.metrics.observe(route, r.Method, status, d)
+		}
+		level := slog.LevelDebug
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		s.log.Log(r.Context(), level, "request", "method", r.Method, "route", route, "status", status,
+			"duration_ms", float64(d.Microseconds())/1000, "req_id", middleware.GetReqID(r.Context()))
+	})
+}

@@ -1,0 +1,61 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/keys"
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func (s *Server) registerOpsRoutes(r chi.Router) {
+	r.Get("/healthz", s.handleHealthz)
+	r.Get("/readyz", s.handleReadyz)
+	r.Get("/v1/info", s.handleInfo)
+	if s.cfg.Registry != nil {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	}
+}
+
+// handleHealthz answers while the process is alive.
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleReadyz answers 200 only while the database, the writer and NATS work.
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	checks := map[string]string{"database": "ok", "writer": "ok", "nats": "ok"}
+	ok := true
+	if err := s.store.Ping(r.Context()); err != nil {
+		checks["database"] = kura.ErrorMessage(err)
+		ok = false
+	}
+	if s.bus == nil || !s.bus.Running() {
+		checks["nats"] = "not running"
+		ok = false
+	}
+	status := http.StatusOK
+	state := "ready"
+	if !ok {
+		status = http.StatusServiceUnavailable
+		state = "not ready"
+	}
+	s.writeJSON(w, status, map[string]any{"status": state, "checks": checks})
+}
+
+func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
+	info := kura.Info{
+		Version:       s.cfg.Version,
+		SchemaVersion: s.cfg.SchemaVersion,
+		LastEventSeq:  s.store.LastEventSeq(),
+		Counts:        s.store.Counts(),
+		PublicKey:     keys.PublicKeyString(s.store.PublicKey()),
+		RecordTypes:   s.cfg.RecordTypes,
+		StartedAt:     kura.FormatTime(s.started),
+	}
+	if s.bus != nil {
+		info.NATS.Addr = s.bus.Addr()
+	}
+	s.writeJSON(w, http.StatusOK, info)
+}

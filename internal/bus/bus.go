@@ -1,0 +1,126 @@
+// Package bus runs the NATS server embedded in kurad: the doorbell other
+// processes on the host subscribe to. SQLite stays the truth; NATS only
+// carries pointers.
+package bus
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Config is how the embedded server listens.
+type Config struct {
+	Addr         string // host:port; port 0 picks a free one
+	Logger       *slog.Logger
+	ReadyTimeout time.Duration
+}
+
+// Bus wraps the embedded NATS server.
+type Bus struct {
+	cfg Config
+	log *slog.Logger
+	srv *server.Server
+}
+
+// New returns an unstarted bus.
+func New(cfg Config) *Bus {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 10 * time.Second
+	}
+	return &Bus{cfg: cfg, log: cfg.Logger}
+}
+
+// Open starts the server and waits until it accepts connections.
+func (b *Bus) Open(ctx context.Context) error {
+	host, portStr, err := net.SplitHostPort(b.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("nats addr %q: %w", b.cfg.Addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("nats addr %q: bad port", b.cfg.Addr)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts := &server.Options{
+		ServerName: "kurad",
+		Host:       host,
+		Port:       port,
+		NoSigs:     true, // kurad owns signal handling
+		NoLog:      false,
+		MaxPayload: 1 << 20,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("nats server: %w", err)
+	}
+	srv.SetLoggerV2(&logAdapter{log: b.log}, false, false, false)
+	go srv.Start()
+	if !srv.ReadyForConnections(b.cfg.ReadyTimeout) {
+		srv.Shutdown()
+		return fmt.Errorf("nats server on %s not ready within %s", b.cfg.Addr, b.cfg.ReadyTimeout)
+	}
+	b.srv = srv
+	b.log.Info("nats listening", "addr", b.Addr())
+	return nil
+}
+
+// Addr is the host:port clients connect to.
+func (b *Bus) Addr() string {
+	if b.srv == nil {
+		return ""
+	}
+	if a, ok := b.srv.Addr().(*net.TCPAddr); ok {
+		return net.JoinHostPort(a.IP.String(), strconv.Itoa(a.Port))
+	}
+	return b.srv.Addr().String()
+}
+
+// Running reports whether the server accepts connections.
+func (b *Bus) Running() bool { return b.srv != nil && b.srv.Running() }
+
+// NumClients is the number of connected NATS clients.
+func (b *Bus) NumClients() int {
+	if b.srv == nil {
+		return 0
+	}
+	return b.srv.NumClients()
+}
+
+// Close shuts the server down; safe to call twice.
+func (b *Bus) Close(ctx context.Context) error {
+	if b.srv == nil {
+		return nil
+	}
+	srv := b.srv
+	b.srv = nil
+	srv.Shutdown()
+	done := make(chan struct{})
+	go func() { srv.WaitForShutdown(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("nats shutdown: %w", ctx.Err())
+	}
+}
+
+// logAdapter sends the NATS server's log lines to slog.
+type logAdapter struct{ log *slog.Logger }
+
+func (l *logAdapter) Noticef(format string, v ...any) { l.log.Info(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Tracef(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }

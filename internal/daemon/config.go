@@ -1,0 +1,266 @@
+package daemon
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// Config is kurad's configuration. It is built from defaults, then an
+// optional KEY=value file, then KURA_* environment variables, then flags.
+type Config struct {
+	DataDir         string
+	HTTPAddr        string
+	NATSAddr        string
+	LogLevel        string
+	LogFormat       string
+	Synchronous     string
+	MaxBodyBytes    int64
+	WriterMaxBatch  int
+	ReadPool        int
+	DefaultProject  string
+	RecordTypes     []string
+	KeyFile         string
+	ShutdownTimeout time.Duration
+	ConfigFile      string
+}
+
+// DefaultConfig is what kurad runs with when nothing is configured.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:         "data",
+		HTTPAddr:        "127.0.0.1:7700",
+		NATSAddr:        "127.0.0.1:4222",
+		LogLevel:        "info",
+		LogFormat:       "text",
+		Synchronous:     "FULL",
+		MaxBodyBytes:    4 << 20,
+		WriterMaxBatch:  256,
+		ReadPool:        4,
+		DefaultProject:  "default",
+		ShutdownTimeout: 15 * time.Second,
+	}
+}
+
+// setting is one configuration key, reachable as a flag, an environment
+// variable and a config file line; all three go through set.
+type setting struct {
+	flag, env, usage string
+	set              func(c *Config, v string) error
+}
+
+func settings() []setting {
+	str := func(dst func(*Config) *string) func(*Config, string) error {
+		return func(c *Config, v string) error { *dst(c) = v; return nil }
+	}
+	integer := func(name string, dst func(*Config) *int) func(*Config, string) error {
+		return func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not an integer", name, v)
+			}
+			*dst(c) = n
+			return nil
+		}
+	}
+	return []setting{
+		{"data-dir", "KURA_DATA_DIR", "directory for kura.db, kurad.addr and kurad.key", str(func(c *Config) *string { return &c.DataDir })},
+		{"http-addr", "KURA_HTTP_ADDR", "HTTP listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.HTTPAddr })},
+		{"nats-addr", "KURA_NATS_ADDR", "embedded NATS listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.NATSAddr })},
+		{"log-level", "KURA_LOG_LEVEL", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},
+		{"log-format", "KURA_LOG_FORMAT", "text or json", str(func(c *Config) *string { return &c.LogFormat })},
+		{"synchronous", "KURA_SYNCHRONOUS", "SQLite synchronous mode: FULL (acknowledged = durable) or NORMAL", str(func(c *Config) *string { return &c.Synchronous })},
+		{"max-body-bytes", "KURA_MAX_BODY_BYTES", "largest request body accepted", func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("max-body-bytes: %q is not an integer", v)
+			}
+			c.MaxBodyBytes = n
+			return nil
+		}},
+		{"writer-max-batch", "KURA_WRITER_MAX_BATCH", "most write requests grouped into one transaction", integer("writer-max-batch", func(c *Config) *int { return &c.WriterMaxBatch })},
+		{"read-pool", "KURA_READ_POOL", "read-only database connections", integer("read-pool", func(c *Config) *int { return &c.ReadPool })},
+		{"default-project", "KURA_DEFAULT_PROJECT", "event project for records without metadata.project_id and for ledgers", str(func(c *Config) *string { return &c.DefaultProject })},
+		{"record-types", "KURA_RECORD_TYPES", "comma-separated record types added to the vocabulary", func(c *Config, v string) error {
+			c.RecordTypes = nil
+			for _, t := range strings.Split(v, ",") {
+				if t = strings.TrimSpace(t); t != "" {
+					c.RecordTypes = append(c.RecordTypes, t)
+				}
+			}
+			return nil
+		}},
+		{"key-file", "KURA_KEY_FILE", "Ed25519 signing key file (default <data-dir>/kurad.key)", str(func(c *Config) *string { return &c.KeyFile })},
+		{"shutdown-timeout", "KURA_SHUTDOWN_TIMEOUT", "how long a graceful shutdown may take", func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("shutdown-timeout: %q is not a duration", v)
+			}
+			c.ShutdownTimeout = d
+			return nil
+		}},
+	}
+}
+
+// LoadConfig builds the configuration from defaults, the config file
+// (--config or KURA_CONFIG), the environment and args. It returns flag.ErrHelp
+// for -h and reports the first bad value with its name.
+func LoadConfig(args []string, getenv func(string) string, out *os.File) (Config, bool, error) {
+	c := DefaultConfig()
+	fs := flag.NewFlagSet("kurad", flag.ContinueOnError)
+	if out != nil {
+		fs.SetOutput(out)
+	}
+	flagVals := map[string]*string{}
+	for _, s := range settings() {
+		flagVals[s.flag] = fs.String(s.flag, "", s.usage+" (env "+s.env+")")
+	}
+	configFile := fs.String("config", "", "optional KEY=value config file (env KURA_CONFIG)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return c, false, err
+	}
+	if fs.NArg() > 0 {
+		return c, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *showVersion {
+		return c, true, nil
+	}
+	c.ConfigFile = getenv("KURA_CONFIG")
+	if *configFile != "" {
+		c.ConfigFile = *configFile
+	}
+	byEnv := map[string]setting{}
+	byFlag := map[string]setting{}
+	for _, s := range settings() {
+		byEnv[s.env] = s
+		byFlag[s.flag] = s
+	}
+	if c.ConfigFile != "" {
+		if err := loadFile(&c, c.ConfigFile, byEnv); err != nil {
+			return c, false, err
+		}
+	}
+	for _, s := range settings() {
+		if v := getenv(s.env); v != "" {
+			if err := s.set(&c, v); err != nil {
+				return c, false, fmt.Errorf("%s: %w", s.env, err)
+			}
+		}
+	}
+	var ferr error
+	fs.Visit(func(f *flag.Flag) {
+		if s, ok := byFlag[f.Name]; ok && ferr == nil {
+			if err := s.set(&c, *flagVals[f.Name]); err != nil {
+				ferr = fmt.Errorf("--%s: %w", f.Name, err)
+			}
+		}
+	})
+	if ferr != nil {
+		return c, false, ferr
+	}
+	if c.KeyFile == "" {
+		c.KeyFile = filepath.Join(c.DataDir, "kurad.key")
+	}
+	return c, false, c.Validate()
+}
+
+// loadFile reads KEY=value lines (the same names as the environment, so the
+// file doubles as a systemd EnvironmentFile); # starts a comment.
+func loadFile(c *Config, path string, byEnv map[string]setting) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	line := 0
+	for sc.Scan() {
+		line++
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(t, "=")
+		if !ok {
+			return fmt.Errorf("config file %s:%d: want KEY=value", path, line)
+		}
+		k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `"'`)
+		if k == "KURA_CONFIG" {
+			continue
+		}
+		s, ok := byEnv[k]
+		if !ok {
+			return fmt.Errorf("config file %s:%d: unknown setting %s", path, line, k)
+		}
+		if err := s.set(c, v); err != nil {
+			return fmt.Errorf("config file %s:%d: %w", path, line, err)
+		}
+	}
+	return sc.Err()
+}
+
+// Validate reports the first invalid field by name.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return fmt.Errorf("data-dir: must not be empty")
+	}
+	for name, a := range map[string]string{"http-addr": c.HTTPAddr, "nats-addr": c.NATSAddr} {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not host:port", name, a)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			return fmt.Errorf("%s: port %q is not 0..65535", name, port)
+		}
+		if host == "" {
+			return fmt.Errorf("%s: give a host (127.0.0.1 for loopback only)", name)
+		}
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return fmt.Errorf("log-level: %w", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("log-format: %q is not text or json", c.LogFormat)
+	}
+	c.Synchronous = strings.ToUpper(c.Synchronous)
+	if c.Synchronous != "FULL" && c.Synchronous != "NORMAL" {
+		return fmt.Errorf("synchronous: %q is not FULL or NORMAL", c.Synchronous)
+	}
+	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 1<<30 {
+		return fmt.Errorf("max-body-bytes: %d is outside 1024..1073741824", c.MaxBodyBytes)
+	}
+	if c.WriterMaxBatch < 1 || c.WriterMaxBatch > 10000 {
+		return fmt.Errorf("writer-max-batch: %d is outside 1..10000", c.WriterMaxBatch)
+	}
+	if c.ReadPool < 1 || c.ReadPool > 64 {
+		return fmt.Errorf("read-pool: %d is outside 1..64", c.ReadPool)
+	}
+	if !kura.ValidSlug(c.DefaultProject) {
+		return fmt.Errorf("default-project: %q is not a slug (^[a-z0-9][a-z0-9_-]{0,63}$)", c.DefaultProject)
+	}
+	for _, t := range c.RecordTypes {
+		if !kura.ValidTypeName(t) {
+			return fmt.Errorf("record-types: %q is not a record type name (lowercase letters, digits, . _ -)", t)
+		}
+	}
+	if c.ShutdownTimeout <= 0 {
+		return fmt.Errorf("shutdown-timeout: must be positive")
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}

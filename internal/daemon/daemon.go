@@ -1,0 +1,188 @@
+// Package daemon wires kurad together: configuration, logging, the signing
+// key, the store, the embedded NATS server and the HTTP API, started in that
+// order and closed in reverse. cmd/kurad adds signals; tests start the same
+// daemon in-process.
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kura-memory/kura/internal/api"
+	"github.com/kura-memory/kura/internal/bus"
+	"github.com/kura-memory/kura/internal/keys"
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// AddrFile is the file in the data dir naming the bound addresses.
+const AddrFile = "kurad.addr"
+
+// Main is a running kurad.
+type Main struct {
+	Config  Config
+	Version string
+	Logger  *slog.Logger
+
+	store    *store.DB
+	bus      *bus.Bus
+	http     *http.Server
+	listener net.Listener
+	serveErr chan error
+}
+
+// NewMain returns an unstarted daemon.
+func NewMain(cfg Config, version string, logOut io.Writer) *Main {
+	if logOut == nil {
+		logOut = os.Stderr
+	}
+	lvl, _ := parseLevel(cfg.LogLevel)
+	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewTextHandler(logOut, opts)
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(logOut, opts)
+	}
+	return &Main{Config: cfg, Version: version, Logger: slog.New(h)}
+}
+
+// Run opens everything and returns once kurad serves; it does not block.
+func (m *Main) Run(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			m.Close(context.Background())
+		}
+	}()
+	cfg := m.Config
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	// A stale address file from an earlier run must not mislead anyone
+	// waiting for this one.
+	os.Remove(filepath.Join(cfg.DataDir, AddrFile))
+	key, err := keys.LoadOrCreate(cfg.KeyFile)
+	if err != nil {
+		return err
+	}
+	vocab := kura.NewVocabulary(cfg.RecordTypes...)
+	m.store = store.New(store.Config{
+		Path:           filepath.Join(cfg.DataDir, "kura.db"),
+		Synchronous:    cfg.Synchronous,
+		MaxBatch:       cfg.WriterMaxBatch,
+		ReadPool:       cfg.ReadPool,
+		DefaultProject: cfg.DefaultProject,
+		Vocabulary:     vocab,
+		Signer:         key,
+		Logger:         m.Logger.With("component", "store"),
+	})
+	if err := m.store.Open(ctx); err != nil {
+		return err
+	}
+	m.bus = bus.New(bus.Config{Addr: cfg.NATSAddr, Logger: m.Logger.With("component", "nats")})
+	if err := m.bus.Open(ctx); err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := api.New(api.Config{
+		Version:       m.Version,
+		SchemaVersion: store.SchemaVersion,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		RecordTypes:   vocab.Types(),
+		Logger:        m.Logger.With("component", "api"),
+		Registry:      reg,
+	}, m.store, m.bus)
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen http: %w", err)
+	}
+	m.listener = ln
+	m.http = &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      120 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(m.Logger.With("component", "http").Handler(), slog.LevelWarn),
+	}
+	m.serveErr = make(chan error, 1)
+	go func() { m.serveErr <- m.http.Serve(ln) }()
+	if err := m.writeAddrFile(); err != nil {
+		return err
+	}
+	m.Logger.Info("kurad ready", "version", m.Version, "http", m.HTTPAddr(), "nats", m.bus.Addr(),
+		"data_dir", cfg.DataDir, "synchronous", cfg.Synchronous, "public_key", keys.PublicKeyString(m.store.PublicKey()))
+	return nil
+}
+
+// HTTPAddr is the bound HTTP address.
+func (m *Main) HTTPAddr() string {
+	if m.listener == nil {
+		return ""
+	}
+	return m.listener.Addr().String()
+}
+
+// NATSAddr is the bound NATS address.
+func (m *Main) NATSAddr() string {
+	if m.bus == nil {
+		return ""
+	}
+	return m.bus.Addr()
+}
+
+// Store exposes the store to in-process tests.
+func (m *Main) Store() *store.DB { return m.store }
+
+func (m *Main) writeAddrFile() error {
+	b, _ := json.Marshal(map[string]string{"http": m.HTTPAddr(), "nats": m.NATSAddr()})
+	path := filepath.Join(m.Config.DataDir, AddrFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", AddrFile, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", AddrFile, err)
+	}
+	return nil
+}
+
+// Close stops accepting requests, waits for those in flight, drains the
+// writer, closes the database and the NATS server. Safe to call twice.
+func (m *Main) Close(ctx context.Context) error {
+	var errs []error
+	if m.http != nil {
+		if err := m.http.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+		if err := <-m.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+		m.http = nil
+	}
+	if m.store != nil {
+		if err := m.store.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.bus != nil {
+		if err := m.bus.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.listener != nil {
+		os.Remove(filepath.Join(m.Config.DataDir, AddrFile))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,422 @@
+package store
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/kurahash"
+)
+
+// CreateLedger stores a ledger over existing records and parents.
+func (db *DB) CreateLedger(ctx context.Context, in *kura.LedgerInput) (*kura.Ledger, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	var out *kura.Ledger
+	err := db.Update(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.InsertLedger(in, db.cfg.DefaultProject)
+		return err
+	})
+	return out, err
+}
+
+var (
+	qLedgerHash         = wsql("SELECT hash FROM ledgers WHERE id = ?")
+	qRecordSeal         = wsql("SELECT seal FROM records WHERE id = ?")
+	qInsertLedger       = wsql("INSERT INTO ledgers(id, hash, root_hash, label, record_count, created_at, signature) VALUES(?,?,?,?,?,?,?)")
+	qInsertParent       = wsql("INSERT INTO ledger_parents(ledger_id, pos, parent_id) VALUES(?,?,?)")
+	qInsertLedgerRecord = wsql("INSERT INTO ledger_records(ledger_id, pos, record_id, leaf) VALUES(?,?,?,?)")
+)
+
+// InsertLedger writes a ledger in tx: it looks up every record seal and
+// parent hash (400 naming the missing ones), computes the Merkle root and
+// ledger hash, signs the hash and appends a ledger.written event.
+func (tx *Tx) InsertLedger(in *kura.LedgerInput, project string) (*kura.Ledger, error) {
+	var missingRecords, missingParents []string
+	parentHashes := make([]string, len(in.ParentIDs))
+	for i, pid := range in.ParentIDs {
+		if err := tx.QueryRow(qLedgerHash, pid).Scan(&parentHashes[i]); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				missingParents = append(missingParents, pid)
+				continue
+			}
+			return nil, err
+		}
+	}
+	leaves := make([][32]byte, len(in.RecordIDs))
+	seals := make([]string, len(in.RecordIDs))
+	seen := make(map[string]int, len(in.RecordIDs))
+	for i, rid := range in.RecordIDs {
+		if j, ok := seen[rid]; ok { // a record may appear more than once
+			seals[i], leaves[i] = seals[j], leaves[j]
+			continue
+		}
+		seen[rid] = i
+		if err := tx.QueryRow(qRecordSeal, rid).Scan(&seals[i]); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				missingRecords = append(missingRecords, rid)
+				continue
+			}
+			return nil, err
+		}
+		b, err := kurahash.DecodeHash(seals[i])
+		if err != nil {
+			return nil, err
+		}
+		leaves[i] = b
+	}
+	if len(missingRecords)+len(missingParents) > 0 {
+		e := kura.Errorf(kura.EInvalid, "%d record(s) and %d parent ledger(s) do not exist", len(missingRecords), len(missingParents))
+		missing := append(append([]string{}, missingRecords...), missingParents...)
+		e.Details = map[string]any{"missing": missing, "missing_records": nonNil(missingRecords), "missing_parents": nonNil(missingParents)}
+		return nil, e
+	}
+	root := kurahash.MerkleRoot(leaves)
+	l := &kura.Ledger{
+		ID:          uuid.Must(uuid.NewV7()).String(),
+		RootHash:    hex.EncodeToString(root[:]),
+		Label:       in.Label,
+		ParentIDs:   nonNil(in.ParentIDs),
+		RecordIDs:   nonNil(in.RecordIDs),
+		RecordCount: len(in.RecordIDs),
+		CreatedAt:   tx.NowString(),
+	}
+	l.Hash = kurahash.LedgerHash(l.RootHash, parentHashes, l.Label, l.CreatedAt)
+	l.Signature = hex.EncodeToString(ed25519.Sign(tx.db.signer, kurahash.LedgerSigningMessage(l.Hash)))
+	if _, err := tx.Exec(qInsertLedger,
+		l.ID, l.Hash, l.RootHash, l.Label, l.RecordCount, l.CreatedAt, l.Signature); err != nil {
+		return nil, err
+	}
+	for i, pid := range in.ParentIDs {
+		if _, err := tx.Exec(qInsertParent, l.ID, i, pid); err != nil {
+			return nil, err
+		}
+	}
+	for i, rid := range in.RecordIDs {
+		if _, err := tx.Exec(qInsertLedgerRecord, l.ID, i, rid, seals[i]); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.AddEvent("ledger.written", project, map[string]string{"ledger_id": l.ID}); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// GetLedger reads a ledger with its parents and (when withRecords) its
+// record ids in order.
+func (db *DB) GetLedger(ctx context.Context, id string, withRecords bool) (*kura.Ledger, error) {
+	if !kura.ValidID(id) {
+		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
+	}
+	l, err := db.ledgerRow(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if withRecords {
+		rows, err := db.rdb.QueryContext(ctx, "SELECT record_id FROM ledger_records WHERE ledger_id = ? ORDER BY pos", id)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		defer rows.Close()
+		l.RecordIDs = make([]string, 0, l.RecordCount)
+		for rows.Next() {
+			var rid string
+			if err := rows.Scan(&rid); err != nil {
+				return nil, mapErr(err)
+			}
+			l.RecordIDs = append(l.RecordIDs, rid)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, mapErr(err)
+		}
+	}
+	return l, nil
+}
+
+func (db *DB) ledgerRow(ctx context.Context, id string) (*kura.Ledger, error) {
+	var l kura.Ledger
+	err := db.rdb.QueryRowContext(ctx, "SELECT id, hash, root_hash, label, record_count, created_at, signature FROM ledgers WHERE id = ?", id).
+		Scan(&l.ID, &l.Hash, &l.RootHash, &l.Label, &l.RecordCount, &l.CreatedAt, &l.Signature)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, kura.Errorf(kura.ENotFound, "ledger %s not found", id)
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	rows, err := db.rdb.QueryContext(ctx, "SELECT parent_id FROM ledger_parents WHERE ledger_id = ? ORDER BY pos", id)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	l.ParentIDs = []string{}
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, mapErr(err)
+		}
+		l.ParentIDs = append(l.ParentIDs, p)
+	}
+	return &l, mapErr(rows.Err())
+}
+
+// LedgerRecords hydrates a page of a ledger's records in order, starting
+// after position after (-1 for the start). It returns the position to
+// continue after, or -1 on the last page.
+func (db *DB) LedgerRecords(ctx context.Context, id string, after, limit int) ([]kura.Record, int, error) {
+	if _, err := db.ledgerRow(ctx, id); err != nil {
+		return nil, -1, err
+	}
+	rows, err := db.rdb.QueryContext(ctx, "SELECT lr.pos, r.id, r.hash, r.content_hash, r.seal, r.type, r.content, r.author_id, r.metadata, r.created_at, r.redacted FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND lr.pos > ? ORDER BY lr.pos LIMIT ?", id, after, limit+1)
+	if err != nil {
+		return nil, -1, mapErr(err)
+	}
+	defer rows.Close()
+	out := make([]kura.Record, 0, limit)
+	positions := make([]int, 0, limit)
+	for rows.Next() {
+		var pos int
+		var content sql.NullString
+		var md string
+		var redacted int
+		var r kura.Record
+		if err := rows.Scan(&pos, &r.ID, &r.Hash, &r.ContentHash, &r.Seal, &r.Type, &content, &r.AuthorID, &md, &r.CreatedAt, &redacted); err != nil {
+			return nil, -1, mapErr(err)
+		}
+		if err := fillRecord(&r, content, md, redacted); err != nil {
+			return nil, -1, err
+		}
+		out = append(out, r)
+		positions = append(positions, pos)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, -1, mapErr(err)
+	}
+	next := -1
+	if len(out) > limit {
+		out = out[:limit]
+		next = positions[limit-1]
+	}
+	return out, next, nil
+}
+
+// VerifyLedger recomputes every record's content hash, hash and seal from
+// its stored content, metadata and time, then the Merkle root, the ledger
+// hash and the signature, and names everything that does not match.
+func (db *DB) VerifyLedger(ctx context.Context, id string) (*kura.Verification, error) {
+	if !kura.ValidID(id) {
+		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
+	}
+	l, err := db.ledgerRow(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	v := &kura.Verification{LedgerID: id, Hash: l.Hash, RootHash: l.RootHash, Mismatches: []kura.Mismatch{}}
+	// Parent hashes in order; a parent that vanished is itself a finding.
+	parentHashes := make([]string, 0, len(l.ParentIDs))
+	for _, pid := range l.ParentIDs {
+		var h string
+		err := db.rdb.QueryRowContext(ctx, "SELECT hash FROM ledgers WHERE id = ?", pid).Scan(&h)
+		if errors.Is(err, sql.ErrNoRows) {
+			v.Mismatches = append(v.Mismatches, kura.Mismatch{Field: "parent", Stored: pid, Computed: "missing"})
+			continue
+		}
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		parentHashes = append(parentHashes, h)
+	}
+	rows, err := db.rdb.QueryContext(ctx, "SELECT lr.pos, lr.record_id, lr.leaf, r.id, r.hash, r.content_hash, r.seal, r.type, r.content, r.author_id, r.metadata, r.created_at, r.redacted FROM ledger_records lr LEFT JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? ORDER BY lr.pos", id)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	leaves := make([][32]byte, 0, l.RecordCount)
+	i := 0
+	for rows.Next() {
+		var (
+			pos                                               int
+			recordID, leaf                                    string
+			rid, hash, contentHash, seal, typ, author, md, at sql.NullString
+			content                                           sql.NullString
+			redacted                                          sql.NullInt64
+		)
+		if err := rows.Scan(&pos, &recordID, &leaf, &rid, &hash, &contentHash, &seal, &typ, &content, &author, &md, &at, &redacted); err != nil {
+			return nil, mapErr(err)
+		}
+		p := i
+		mm := func(field, stored, computed string) {
+			v.Mismatches = append(v.Mismatches, kura.Mismatch{RecordID: recordID, Position: &p, Field: field, Stored: stored, Computed: computed})
+		}
+		if pos != i {
+			mm("position", itoa(pos), itoa(i))
+		}
+		i++
+		if !rid.Valid {
+			mm("record", recordID, "missing")
+			leaves = append(leaves, [32]byte{})
+			continue
+		}
+		v.RecordsChecked++
+		ch := contentHash.String
+		if redacted.Int64 != 0 {
+			v.Redacted = append(v.Redacted, recordID)
+		} else {
+			computed, _, err := kurahash.ContentHash([]byte(content.String))
+			if err != nil {
+				computed = "invalid content: " + err.Error()
+			}
+			if computed != contentHash.String {
+				mm("content_hash", contentHash.String, computed)
+			}
+			ch = computed
+		}
+		h := kurahash.RecordHash(typ.String, ch, author.String)
+		if h != hash.String {
+			mm("hash", hash.String, h)
+		}
+		mdc, err := kurahash.Canonical([]byte(md.String))
+		if err != nil {
+			mdc = []byte(md.String)
+		}
+		s := kurahash.Seal(h, mdc, at.String)
+		if s != seal.String {
+			mm("seal", seal.String, s)
+		}
+		if leaf != s {
+			mm("leaf", leaf, s)
+		}
+		b, _ := kurahash.DecodeHash(s)
+		leaves = append(leaves, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	if len(leaves) != l.RecordCount {
+		v.Mismatches = append(v.Mismatches, kura.Mismatch{Field: "record_count", Stored: itoa(l.RecordCount), Computed: itoa(len(leaves))})
+	}
+	root := kurahash.MerkleRoot(leaves)
+	v.ComputedRootHash = hex.EncodeToString(root[:])
+	if v.ComputedRootHash != l.RootHash {
+		v.Mismatches = append(v.Mismatches, kura.Mismatch{Field: "root_hash", Stored: l.RootHash, Computed: v.ComputedRootHash})
+	}
+	v.ComputedHash = kurahash.LedgerHash(v.ComputedRootHash, parentHashes, l.Label, l.CreatedAt)
+	if v.ComputedHash != l.Hash {
+		v.Mismatches = append(v.Mismatches, kura.Mismatch{Field: "ledger_hash", Stored: l.Hash, Computed: v.ComputedHash})
+	}
+	sig, err := hex.DecodeString(l.Signature)
+	v.SignatureOK = err == nil && ed25519.Verify(db.pub, kurahash.LedgerSigningMessage(l.Hash), sig)
+	if !v.SignatureOK {
+		v.Mismatches = append(v.Mismatches, kura.Mismatch{Field: "signature", Stored: l.Signature, Computed: "does not verify against " + hex.EncodeToString(db.pub)})
+	}
+	v.OK = len(v.Mismatches) == 0
+	return v, nil
+}
+
+func (db *DB) recordIDs(ctx context.Context, id string) ([]string, error) {
+	l, err := db.GetLedger(ctx, id, true)
+	if err != nil {
+		return nil, err
+	}
+	return l.RecordIDs, nil
+}
+
+// Diff compares the record sets of ledgers a and b.
+func (db *DB) Diff(ctx context.Context, a, b string) (*kura.Diff, error) {
+	ra, err := db.recordIDs(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	rb, err := db.recordIDs(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	inA := make(map[string]bool, len(ra))
+	for _, id := range ra {
+		inA[id] = true
+	}
+	inB := make(map[string]bool, len(rb))
+	for _, id := range rb {
+		inB[id] = true
+	}
+	d := &kura.Diff{Added: []string{}, Removed: []string{}}
+	seen := map[string]bool{}
+	for _, id := range rb {
+		if !inA[id] && !seen[id] {
+			d.Added = append(d.Added, id)
+		}
+		seen[id] = true
+	}
+	seen = map[string]bool{}
+	for _, id := range ra {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if inB[id] {
+			d.Common++
+		} else {
+			d.Removed = append(d.Removed, id)
+		}
+	}
+	return d, nil
+}
+
+// Proof returns the inclusion proof of the first occurrence of recordID in
+// the ledger, over the seals stored now.
+func (db *DB) Proof(ctx context.Context, ledgerID, recordID string) (*kura.Proof, error) {
+	if !kura.ValidID(recordID) {
+		return nil, kura.Invalid("record_id", "%q is not a lowercase UUID", recordID)
+	}
+	l, err := db.GetLedger(ctx, ledgerID, false)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.rdb.QueryContext(ctx, "SELECT lr.record_id, r.seal FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? ORDER BY lr.pos", ledgerID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var leaves [][32]byte
+	index := -1
+	var seal string
+	for rows.Next() {
+		var rid, s string
+		if err := rows.Scan(&rid, &s); err != nil {
+			return nil, mapErr(err)
+		}
+		if rid == recordID && index < 0 {
+			index, seal = len(leaves), s
+		}
+		b, _ := kurahash.DecodeHash(s)
+		leaves = append(leaves, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	if index < 0 {
+		return nil, kura.Errorf(kura.ENotFound, "record %s is not in ledger %s", recordID, ledgerID)
+	}
+	path, err := kurahash.AuditPath(leaves, index)
+	if err != nil {
+		return nil, err
+	}
+	p := &kura.Proof{LedgerID: ledgerID, RecordID: recordID, Seal: seal, LeafIndex: index, TreeSize: len(leaves), RootHash: l.RootHash, AuditPath: make([]string, len(path))}
+	for i, h := range path {
+		p.AuditPath[i] = hex.EncodeToString(h[:])
+	}
+	return p, nil
+}

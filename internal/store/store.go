@@ -1,0 +1,381 @@
+// Package store keeps Kura's state in one SQLite file: embedded migrations,
+// one writer goroutine that groups concurrent writes into one transaction
+// (group commit), a read-only connection pool, and the event log written in
+// the same transaction as every mutation.
+package store
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kura-memory/kura/internal/kura"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Config is how a store is opened.
+type Config struct {
+	Path           string // database file
+	Synchronous    string // FULL (default) or NORMAL
+	MaxBatch       int    // write jobs per transaction
+	ReadPool       int    // read-only connections
+	DefaultProject string // event project for records without metadata.project_id and for ledgers
+	Vocabulary     *kura.Vocabulary
+	Signer         ed25519.PrivateKey
+	Logger         *slog.Logger
+	Now            func() time.Time // tests control time
+}
+
+// CommitHook receives the events of every committed transaction, in seq
+// order, after the commit. The doorbell publishes from it.
+type CommitHook func(events []kura.Event)
+
+// DB is an open Kura store.
+type DB struct {
+	cfg    Config
+	log    *slog.Logger
+	wdb    *sql.DB // one write connection, owned by the writer goroutine
+	rdb    *sql.DB // read-only pool
+	now    func() time.Time
+	signer ed25519.PrivateKey
+	pub    ed25519.PublicKey
+
+	jobs   chan *job
+	mu     sync.RWMutex // guards closed against senders
+	closed bool
+	quit   chan struct{}
+	done   chan struct{}
+
+	stmts   map[string]*sql.Stmt // prepared on wdb; used only by the writer
+	lastSeq atomic.Int64
+	counts  struct{ records, ledgers, events atomic.Int64 }
+	hookMu  sync.Mutex
+	hooks   []CommitHook
+	stats   WriterStats
+	writing atomic.Bool
+}
+
+// WriterStats are counters the metrics layer reads.
+type WriterStats struct {
+	Transactions atomic.Int64
+	Jobs         atomic.Int64
+	Failures     atomic.Int64
+}
+
+// SchemaVersion is the newest schema this build knows.
+var SchemaVersion = func() int {
+	names, _ := fs.Glob(migrationFS, "migrations/*.sql")
+	return len(names)
+}()
+
+// New returns an unopened store.
+func New(cfg Config) *DB {
+	if cfg.Synchronous == "" {
+		cfg.Synchronous = "FULL"
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 256
+	}
+	if cfg.ReadPool <= 0 {
+		cfg.ReadPool = 4
+	}
+	if cfg.DefaultProject == "" {
+		cfg.DefaultProject = "default"
+	}
+	if cfg.Vocabulary == nil {
+		cfg.Vocabulary = kura.NewVocabulary()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer}
+}
+
+func dsn(path string, write bool, sync string) string {
+	q := "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)"
+	if write {
+		q += "&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_txlock=immediate"
+	} else {
+		q += "&_pragma=query_only(ON)"
+	}
+	return "file:" + path + q
+}
+
+// Open checks the schema version, migrates, opens the read pool and starts
+// the writer. A database written by a newer kurad is refused before any write.
+func (db *DB) Open(ctx context.Context) error {
+	if db.signer == nil {
+		return errors.New("open store: a signing key is required")
+	}
+	db.pub = db.signer.Public().(ed25519.PublicKey)
+	switch strings.ToUpper(db.cfg.Synchronous) {
+	case "FULL", "NORMAL":
+	default:
+		return fmt.Errorf("open store: synchronous must be FULL or NORMAL, not %q", db.cfg.Synchronous)
+	}
+	if err := checkSchemaVersion(ctx, db.cfg.Path); err != nil {
+		return err
+	}
+	wdb, err := sql.Open("sqlite", dsn(db.cfg.Path, true, strings.ToUpper(db.cfg.Synchronous)))
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	db.wdb = wdb
+	if err := db.migrate(ctx); err != nil {
+		wdb.Close()
+		return err
+	}
+	rdb, err := sql.Open("sqlite", dsn(db.cfg.Path, false, ""))
+	if err != nil {
+		wdb.Close()
+		return fmt.Errorf("open read pool: %w", err)
+	}
+	rdb.SetMaxOpenConns(db.cfg.ReadPool)
+	rdb.SetMaxIdleConns(db.cfg.ReadPool)
+	db.rdb = rdb
+	if err := db.loadCounters(ctx); err != nil {
+		db.wdb.Close()
+		db.rdb.Close()
+		return err
+	}
+	db.stmts = map[string]*sql.Stmt{}
+	for _, q := range writeSQL {
+		st, err := db.wdb.PrepareContext(ctx, q)
+		if err != nil {
+			db.wdb.Close()
+			db.rdb.Close()
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		db.stmts[q] = st
+	}
+	db.jobs = make(chan *job, 4096)
+	db.quit = make(chan struct{})
+	db.done = make(chan struct{})
+	go db.writer()
+	return nil
+}
+
+// checkSchemaVersion reads PRAGMA user_version through a read-only
+// connection, so that a newer database is refused before anything writes.
+func checkSchemaVersion(ctx context.Context, path string) error {
+	c, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
+	defer c.Close()
+	var v int
+	if err := c.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		// A missing file cannot be opened read-only: it is a new database.
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN {
+			return nil
+		}
+		return fmt.Errorf("check schema: %w", err)
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("open store: database schema version %d is newer than this kurad supports (%d); refusing to open it", v, SchemaVersion)
+	}
+	return nil
+}
+
+func (db *DB) migrate(ctx context.Context) error {
+	var v int
+	if err := db.wdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("migrate: database schema version %d is newer than this kurad supports (%d)", v, SchemaVersion)
+	}
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		ver := i + 1
+		if ver <= v {
+			continue
+		}
+		body, err := migrationFS.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		tx, err := db.wdb.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", strconv.Itoa(ver)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(ver)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		db.log.Info("migrated database", "file", filepath.Base(db.cfg.Path), "schema_version", ver)
+	}
+	return nil
+}
+
+func (db *DB) loadCounters(ctx context.Context) error {
+	var seq sql.NullInt64
+	if err := db.rdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err != nil {
+		return fmt.Errorf("load counters: %w", err)
+	}
+	db.lastSeq.Store(seq.Int64)
+	for _, c := range []struct {
+		q string
+		v *atomic.Int64
+	}{
+		{"SELECT count(*) FROM records", &db.counts.records},
+		{"SELECT count(*) FROM ledgers", &db.counts.ledgers},
+		{"SELECT count(*) FROM events", &db.counts.events},
+	} {
+		var n int64
+		if err := db.rdb.QueryRowContext(ctx, c.q).Scan(&n); err != nil {
+			return fmt.Errorf("load counters: %w", err)
+		}
+		c.v.Store(n)
+	}
+	return nil
+}
+
+// Close stops accepting writes, lets the writer finish every queued job,
+// then closes the database. It is safe to call twice.
+func (db *DB) Close(ctx context.Context) error {
+	db.mu.Lock()
+	if db.closed || db.quit == nil {
+		db.mu.Unlock()
+		return nil
+	}
+	db.closed = true
+	db.mu.Unlock()
+	close(db.quit)
+	select {
+	case <-db.done:
+	case <-ctx.Done():
+		return fmt.Errorf("close store: writer did not drain: %w", ctx.Err())
+	}
+	for _, s := range db.stmts {
+		s.Close()
+	}
+	var errs []error
+	if err := db.rdb.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	// A final checkpoint keeps the WAL small for the next start.
+	if _, err := db.wdb.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := db.wdb.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	return nil
+}
+
+// OnCommit registers a hook called with each committed batch of events.
+func (db *DB) OnCommit(h CommitHook) {
+	db.hookMu.Lock()
+	db.hooks = append(db.hooks, h)
+	db.hookMu.Unlock()
+}
+
+// PublicKey is the key that verifies kurad's signatures.
+func (db *DB) PublicKey() ed25519.PublicKey { return db.pub }
+
+// LastEventSeq is the seq of the newest committed event.
+func (db *DB) LastEventSeq() int64 { return db.lastSeq.Load() }
+
+// Counts returns row counts kept in memory (no table scan per call).
+func (db *DB) Counts() map[string]int64 {
+	return map[string]int64{
+		"records": db.counts.records.Load(),
+		"ledgers": db.counts.ledgers.Load(),
+		"events":  db.counts.events.Load(),
+	}
+}
+
+// Stats exposes the writer's counters.
+func (db *DB) Stats() *WriterStats { return &db.stats }
+
+// QueueDepth is the number of write jobs waiting for the writer.
+func (db *DB) QueueDepth() int { return len(db.jobs) }
+
+// Ping checks that the read pool answers and the writer is running.
+func (db *DB) Ping(ctx context.Context) error {
+	db.mu.RLock()
+	closed := db.closed
+	db.mu.RUnlock()
+	if closed {
+		return kura.Errorf(kura.EUnavailable, "store is closing")
+	}
+	select {
+	case <-db.done:
+		return kura.Errorf(kura.EUnavailable, "writer stopped")
+	default:
+	}
+	var one int
+	if err := db.rdb.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return mapErr(err)
+	}
+	return nil
+}
+
+// mapErr turns SQLite failures into Kura errors by result code (never by
+// message text). Errors already carrying a Kura code pass through.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ke *kura.Error
+	if errors.As(err, &ke) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return kura.Errorf(kura.EUnavailable, "request cancelled or timed out")
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_FULL:
+			return &kura.Error{Code: kura.EStorageFull, Message: "the disk is full; writes are refused until space is freed"}
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return &kura.Error{Code: kura.EUnavailable, Message: "the database is busy; retry"}
+		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
+			return &kura.Error{Code: kura.EUnavailable, Message: "storage is failing"}
+		}
+	}
+	return err
+}

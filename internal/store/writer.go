@@ -1,0 +1,270 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// job is one write request: a function run inside the group transaction
+// under its own savepoint, and where to send its outcome.
+type job struct {
+	ctx  context.Context
+	fn   func(*Tx) error
+	done chan error
+}
+
+// Tx is what a write job sees: the shared transaction, the job's clock
+// reading, and the events it produced (kept only if the job succeeds).
+type Tx struct {
+	db     *DB
+	tx     *sql.Tx
+	ctx    context.Context
+	now    time.Time
+	events []kura.Event
+}
+
+// Now is the time of this write, used for every created_at it stamps.
+func (tx *Tx) Now() time.Time { return tx.now }
+
+// NowString is Now in kura.TimeFormat.
+func (tx *Tx) NowString() string { return kura.FormatTime(tx.now) }
+
+// writeSQL lists the statements the writer uses, registered by the files
+// that own them; they are prepared once at Open, while the single write
+// connection is free (preparing during a transaction would wait for a second
+// connection that never comes).
+var writeSQL []string
+
+// wsql registers a writer statement and returns it.
+func wsql(q string) string {
+	writeSQL = append(writeSQL, q)
+	return q
+}
+
+// stmt returns the prepared statement for q bound to this transaction.
+// Unregistered statements are prepared on the transaction (uncached).
+func (tx *Tx) stmt(q string) (*sql.Stmt, error) {
+	if s, ok := tx.db.stmts[q]; ok {
+		return tx.tx.StmtContext(tx.ctx, s), nil
+	}
+	return tx.tx.PrepareContext(tx.ctx, q)
+}
+
+// Exec runs a cached prepared statement.
+func (tx *Tx) Exec(q string, args ...any) (sql.Result, error) {
+	s, err := tx.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(tx.ctx, args...)
+}
+
+// QueryRow runs a cached prepared statement returning one row.
+func (tx *Tx) QueryRow(q string, args ...any) *sql.Row {
+	s, err := tx.stmt(q)
+	if err != nil {
+		// Surface the prepare error through Scan.
+		return tx.tx.QueryRowContext(tx.ctx, q, args...)
+	}
+	return s.QueryRowContext(tx.ctx, args...)
+}
+
+// Query runs a cached prepared statement returning rows.
+func (tx *Tx) Query(q string, args ...any) (*sql.Rows, error) {
+	s, err := tx.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(tx.ctx, args...)
+}
+
+var qInsertEvent = wsql("INSERT INTO events(id, type, project, subject, refs, created_at) VALUES(?,?,?,?,?,?) RETURNING seq")
+
+// AddEvent appends an event row in this transaction. refs holds the ids the
+// event points at; the payload published later is built from them.
+func (tx *Tx) AddEvent(typ, project string, refs map[string]string) error {
+	b, err := json.Marshal(refs)
+	if err != nil {
+		return err
+	}
+	id := uuid.Must(uuid.NewV7()).String()
+	at := tx.NowString()
+	subject := kura.EventSubject(project, typ)
+	var seq int64
+	if err := tx.QueryRow(qInsertEvent,
+		id, typ, project, subject, string(b), at).Scan(&seq); err != nil {
+		return err
+	}
+	tx.events = append(tx.events, kura.Event{Seq: seq, ID: id, Type: typ, Project: project, Subject: subject, Refs: refs, CreatedAt: at})
+	return nil
+}
+
+// Update runs fn in the writer's next group transaction and returns once that
+// transaction has committed (or fn failed and was rolled back). A nil error
+// means the write is durable.
+func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
+	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	db.mu.RLock()
+	if db.closed || db.jobs == nil {
+		db.mu.RUnlock()
+		return kura.Errorf(kura.EUnavailable, "kurad is shutting down")
+	}
+	select {
+	case db.jobs <- j:
+	case <-ctx.Done():
+		db.mu.RUnlock()
+		return mapErr(ctx.Err())
+	}
+	db.mu.RUnlock()
+	// Once queued the job runs to its end; waiting for it (rather than for
+	// ctx) means the caller never reports failure for a write that committed.
+	return <-j.done
+}
+
+// writer owns the write connection. It takes the first waiting job, drains
+// whatever else is queued (up to MaxBatch), runs them in one transaction,
+// commits once and answers every caller.
+func (db *DB) writer() {
+	defer close(db.done)
+	batch := make([]*job, 0, db.cfg.MaxBatch)
+	for {
+		select {
+		case j := <-db.jobs:
+			batch = append(batch[:0], j)
+		case <-db.quit:
+			// Senders are fenced by mu, so what is queued now is all there is.
+			for {
+				select {
+				case j := <-db.jobs:
+					batch = append(batch[:0], j)
+					db.drain(&batch)
+					db.commit(batch)
+				default:
+					return
+				}
+			}
+		}
+		db.drain(&batch)
+		db.commit(batch)
+	}
+}
+
+func (db *DB) drain(batch *[]*job) {
+	for len(*batch) < db.cfg.MaxBatch {
+		select {
+		case j := <-db.jobs:
+			*batch = append(*batch, j)
+		default:
+			return
+		}
+	}
+}
+
+func (db *DB) commit(batch []*job) {
+	db.writing.Store(true)
+	defer db.writing.Store(false)
+	ctx := context.Background()
+	results := make([]error, len(batch))
+	sqlTx, err := db.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		err = mapErr(fmt.Errorf("begin: %w", err))
+		for _, j := range batch {
+			j.done <- err
+		}
+		db.stats.Failures.Add(1)
+		return
+	}
+	var events []kura.Event
+	anyOK := false
+	for i, j := range batch {
+		if j.ctx.Err() != nil {
+			results[i] = mapErr(j.ctx.Err())
+			continue
+		}
+		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, now: db.now()}
+		if _, err := sqlTx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
+			results[i] = mapErr(err)
+			continue
+		}
+		if err := runJob(j.fn, tx); err != nil {
+			results[i] = mapErr(err)
+			if _, rerr := sqlTx.ExecContext(ctx, "ROLLBACK TO job"); rerr != nil {
+				// The transaction is unusable: fail the whole batch.
+				sqlTx.Rollback()
+				db.failAll(batch, mapErr(rerr))
+				return
+			}
+			sqlTx.ExecContext(ctx, "RELEASE job")
+			continue
+		}
+		if _, err := sqlTx.ExecContext(ctx, "RELEASE job"); err != nil {
+			sqlTx.Rollback()
+			db.failAll(batch, mapErr(err))
+			return
+		}
+		anyOK = true
+		events = append(events, tx.events...)
+	}
+	if !anyOK {
+		sqlTx.Rollback()
+		for i, j := range batch {
+			j.done <- results[i]
+		}
+		return
+	}
+	if err := sqlTx.Commit(); err != nil {
+		db.log.Error("commit failed", "err", err, "jobs", len(batch))
+		sqlTx.Rollback()
+		db.failAll(batch, mapErr(fmt.Errorf("commit: %w", err)))
+		return
+	}
+	db.stats.Transactions.Add(1)
+	db.stats.Jobs.Add(int64(len(batch)))
+	if n := len(events); n > 0 {
+		db.lastSeq.Store(events[n-1].Seq)
+		db.counts.events.Add(int64(n))
+		for _, e := range events {
+			switch e.Type {
+			case "record.written":
+				db.counts.records.Add(1)
+			case "ledger.written":
+				db.counts.ledgers.Add(1)
+			}
+		}
+	}
+	for i, j := range batch {
+		j.done <- results[i]
+	}
+	if len(events) > 0 {
+		db.hookMu.Lock()
+		hooks := db.hooks
+		db.hookMu.Unlock()
+		for _, h := range hooks {
+			h(events)
+		}
+	}
+}
+
+// runJob turns a panic in a job into an error so one bad request cannot take
+// the writer (and every other caller) down.
+func runJob(fn func(*Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("write job panicked: %v", r)
+		}
+	}()
+	return fn(tx)
+}
+
+func (db *DB) failAll(batch []*job, err error) {
+	db.stats.Failures.Add(1)
+	for _, j := range batch {
+		j.done <- err
+	}
+}
