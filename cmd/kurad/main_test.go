@@ -1,0 +1,303 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+)
+
+var kuradBin string
+
+// TestMain builds the real kurad binary once; the tests run it as a
+// separate process so that SIGKILL and SIGTERM are real.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kurad-test")
+	if err != nil {
+		panic(err)
+	}
+	kuradBin = filepath.Join(dir, "kurad")
+	cmd := exec.Command("go", "build", "-o", kuradBin, ".")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build kurad:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	base string
+	log  *syncBuffer
+	done chan struct{} // closed when the process has exited
+	err  error
+}
+
+// startKurad runs kurad on dataDir with ports picked by the OS and waits
+// for kurad.addr and /readyz.
+func startKurad(t *testing.T, dataDir string, extra ...string) *proc {
+	t.Helper()
+	os.Remove(filepath.Join(dataDir, "kurad.addr"))
+	args := append([]string{"--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
+	cmd := exec.Command(kuradBin, args...)
+	p := &proc{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.done
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(filepath.Join(dataDir, "kurad.addr"))
+		if err == nil {
+			var a struct{ HTTP, NATS string }
+			if json.Unmarshal(b, &a) == nil && a.HTTP != "" {
+				p.base = "http://" + a.HTTP
+				if resp, err := http.Get(p.base + "/readyz"); err == nil {
+					resp.Body.Close()
+					if resp.StatusCode == 200 {
+						return p
+					}
+				}
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("kurad exited during start: %v\n%s", p.err, p.log)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("kurad not ready within 20s\n%s", p.log)
+	return nil
+}
+
+func (p *proc) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(d):
+		t.Fatalf("kurad did not exit within %s\n%s", d, p.log)
+		return -1
+	}
+}
+
+// syncBuffer collects the child's output; the exec package writes to it
+// from its own goroutine while tests may print it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type ack struct {
+	id, seal string
+}
+
+// TestKurad_SIGKILLKeepsAcknowledgedWrites kills kurad during a concurrent
+// write load, restarts it and checks that every acknowledged record is
+// there, byte for byte, and that the database passes integrity_check.
+func TestKurad_SIGKILLKeepsAcknowledgedWrites(t *testing.T) {
+	dataDir := t.TempDir()
+	var all []ack
+	client := &http.Client{Timeout: 10 * time.Second}
+	for cycle := 0; cycle < 3; cycle++ {
+		p := startKurad(t, dataDir)
+		var mu sync.Mutex
+		var acked []ack
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := 0; w < 12; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					var body string
+					path := "/v1/records"
+					if i%5 == 4 {
+						path = "/v1/records/batch"
+						var recs []string
+						for j := 0; j < 20; j++ {
+							recs = append(recs, fmt.Sprintf(`{"type":"agent.thought","content":{"c":%d,"w":%d,"i":%d,"j":%d},"author_id":"agent:load"}`, cycle, w, i, j))
+						}
+						body = `{"records":[` + strings.Join(recs, ",") + `]}`
+					} else {
+						body = fmt.Sprintf(`{"type":"agent.thought","content":{"c":%d,"w":%d,"i":%d},"author_id":"agent:load"}`, cycle, w, i)
+					}
+					resp, err := client.Post(p.base+path, "application/json", strings.NewReader(body))
+					if err != nil {
+						return // the process died mid-request: not acknowledged
+					}
+					raw, rerr := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if rerr != nil || resp.StatusCode != 201 {
+						continue
+					}
+					var got []ack
+					if path == "/v1/records" {
+						var r struct{ ID, Seal string }
+						if json.Unmarshal(raw, &r) == nil {
+							got = append(got, ack{r.ID, r.Seal})
+						}
+					} else {
+						var out struct{ Records []struct{ ID, Seal string } }
+						if json.Unmarshal(raw, &out) == nil {
+							for _, r := range out.Records {
+								got = append(got, ack{r.ID, r.Seal})
+							}
+						}
+					}
+					mu.Lock()
+					acked = append(acked, got...)
+					mu.Unlock()
+				}
+			}(w)
+		}
+		// Kill once a fair number of writes has been acknowledged.
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			mu.Lock()
+			n := len(acked)
+			mu.Unlock()
+			if n >= 300*(cycle+1) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.wait(t, 10*time.Second)
+		close(stop)
+		wg.Wait()
+		mu.Lock()
+		all = append(all, acked...)
+		mu.Unlock()
+		if len(acked) == 0 {
+			t.Fatalf("cycle %d: no write was acknowledged before the kill\n%s", cycle, p.log)
+		}
+
+		// Restart and look for every record ever acknowledged.
+		p2 := startKurad(t, dataDir)
+		for _, a := range all {
+			resp, err := client.Get(p2.base + "/v1/records/" + a.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r struct{ Seal string }
+			json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || r.Seal != a.seal {
+				t.Fatalf("cycle %d: acknowledged record %s: status %d seal %q, want 200 and %s", cycle, a.id, resp.StatusCode, r.Seal, a.seal)
+			}
+		}
+		t.Logf("cycle %d: %d acknowledged before SIGKILL, %d checked after restart", cycle, len(acked), len(all))
+		p2.cmd.Process.Signal(syscall.SIGTERM)
+		if code := p2.wait(t, 20*time.Second); code != 0 {
+			t.Fatalf("graceful stop: exit %d\n%s", code, p2.log)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "kura.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var res string
+	if err := db.QueryRow("PRAGMA integrity_check").Scan(&res); err != nil || res != "ok" {
+		t.Fatalf("integrity_check: %q %v", res, err)
+	}
+	var n int
+	db.QueryRow("SELECT count(*) FROM records").Scan(&n)
+	if n < len(all) {
+		t.Fatalf("records: %d in the file, %d acknowledged", n, len(all))
+	}
+}
+
+func TestKurad_GracefulShutdown(t *testing.T) {
+	dataDir := t.TempDir()
+	p := startKurad(t, dataDir)
+	resp, err := http.Post(p.base+"/v1/records", "application/json", strings.NewReader(`{"type":"agent.thought","content":"bye","author_id":"agent:bmo"}`))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("write: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit code %d, want 0\n%s", code, p.log)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "kurad.addr")); !os.IsNotExist(err) {
+		t.Errorf("kurad.addr left behind after a clean stop")
+	}
+	// The WAL was checkpointed and the key file is private.
+	if st, err := os.Stat(filepath.Join(dataDir, "kura.db-wal")); err == nil && st.Size() > 0 {
+		t.Errorf("WAL holds %d bytes after a clean stop", st.Size())
+	}
+	if st, err := os.Stat(filepath.Join(dataDir, "kurad.key")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("key file: %v mode %v, want 0600", err, st.Mode().Perm())
+	}
+}
+
+func TestKurad_CommandLine(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string
+		env      []string
+		wantCode int
+		wantOut  string
+	}{
+		{"version", []string{"-version"}, nil, 0, "kurad "},
+		{"bad http addr", []string{"--http-addr", "nope"}, nil, 2, "http-addr"},
+		{"bad synchronous from env", nil, []string{"KURA_SYNCHRONOUS=SOMETIMES"}, 2, "synchronous"},
+		{"bad flag", []string{"--no-such-flag"}, nil, 2, "no-such-flag"},
+		{"missing config file", []string{"--config", "/nonexistent/kurad.env"}, nil, 2, "config file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, kuradBin, tc.args...)
+			cmd.Env = append(os.Environ(), tc.env...)
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != tc.wantCode {
+				t.Fatalf("exit %d, want %d: %s", code, tc.wantCode, out)
+			}
+			if !strings.Contains(string(out), tc.wantOut) {
+				t.Errorf("output %q does not mention %q", out, tc.wantOut)
+			}
+		})
+	}
+}

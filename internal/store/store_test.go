@@ -1,0 +1,425 @@
+package store_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/store"
+	"github.com/kura-memory/kura/kurahash"
+)
+
+// MustOpenStore opens a store on a fresh file in t.TempDir.
+func MustOpenStore(tb testing.TB) *store.DB {
+	tb.Helper()
+	return mustOpenAt(tb, filepath.Join(tb.TempDir(), "kura.db"), nil)
+}
+
+func mustOpenAt(tb testing.TB, path string, key ed25519.PrivateKey) *store.DB {
+	tb.Helper()
+	if key == nil {
+		_, key, _ = ed25519.GenerateKey(rand.Reader)
+	}
+	db := store.New(store.Config{Path: path, Signer: key})
+	if err := db.Open(context.Background()); err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	tb.Cleanup(func() { db.Close(context.Background()) })
+	return db
+}
+
+// rawDB opens the database file the way an attacker with file access would.
+func rawDB(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { raw.Close() })
+	return raw
+}
+
+func thought(i int) kura.RecordInput {
+	return kura.RecordInput{Type: "agent.thought", Content: json.RawMessage(fmt.Sprintf(`{"text":"thought %d"}`, i)), AuthorID: "agent:bmo"}
+}
+
+func mustRecords(tb testing.TB, db *store.DB, n int) []kura.Record {
+	tb.Helper()
+	ins := make([]kura.RecordInput, n)
+	for i := range ins {
+		ins[i] = thought(i)
+	}
+	recs, err := db.CreateRecords(context.Background(), ins)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return recs
+}
+
+func ids(recs []kura.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func TestStore_RecordHashesAreRecomputable(t *testing.T) {
+	db := MustOpenStore(t)
+	r, err := db.CreateRecord(context.Background(), &kura.RecordInput{Type: "agent.thought",
+		Content: json.RawMessage(`{"text": "REST feels clean"}`), AuthorID: "agent:bmo",
+		Metadata: map[string]string{"project_id": "hashi", "trace_id": "t-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The vector in shared/vectors/hashes.json for the same type, content and author.
+	if want := "af2150a63edf5d82a3b1a55322212bc5397a6749feb9b4a90e83e186a1ede70a"; r.Hash != want {
+		t.Errorf("hash: got %s, want %s", r.Hash, want)
+	}
+	ch, _, _ := kurahash.ContentHash(r.Content)
+	if ch != r.ContentHash {
+		t.Errorf("content_hash: got %s, recomputed %s", r.ContentHash, ch)
+	}
+	if s := kurahash.Seal(r.Hash, kurahash.MetadataJSON(r.Metadata), r.CreatedAt); s != r.Seal {
+		t.Errorf("seal: got %s, recomputed %s", r.Seal, s)
+	}
+	if len(r.CreatedAt) != len("2026-11-21T09:00:00.120000000Z") {
+		t.Errorf("created_at %q does not have nine fractional digits", r.CreatedAt)
+	}
+}
+
+func TestStore_Dedup(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	in := thought(1)
+	a, err := db.CreateRecord(ctx, &in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same content written with other whitespace and key order is the same record.
+	in2 := kura.RecordInput{Type: "agent.thought", Content: json.RawMessage(`{ "text" : "thought 1" }`), AuthorID: "agent:bmo"}
+	b, err := db.CreateRecord(ctx, &in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Deduplicated || b.ID != a.ID {
+		t.Fatalf("got id %s dedup %v, want id %s dedup true", b.ID, b.Deduplicated, a.ID)
+	}
+	if got := db.Counts()["records"]; got != 1 {
+		t.Errorf("records: got %d, want 1", got)
+	}
+	if got := db.LastEventSeq(); got != 1 {
+		t.Errorf("events: got %d, want 1 (a duplicate writes no event)", got)
+	}
+}
+
+func TestStore_BatchIsAllOrNothing(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	mustRecords(t, db, 2)
+	before := db.Counts()
+	ins := []kura.RecordInput{thought(10), thought(11), {Type: "agent.thought", Content: json.RawMessage(`{"a":1,"a":2}`), AuthorID: "agent:bmo"}}
+	if _, err := db.CreateRecords(ctx, ins); !kura.IsCode(err, kura.EInvalid) {
+		t.Fatalf("got %v, want invalid_argument", err)
+	}
+	// A failure inside the transaction (a missing parent after valid inserts)
+	// rolls back everything the job wrote.
+	err := db.Update(ctx, func(tx *store.Tx) error {
+		for i := 20; i < 25; i++ {
+			p, err := db.PrepareRecord(&[]kura.RecordInput{thought(i)}[0], "")
+			if err != nil {
+				return err
+			}
+			if _, err := tx.InsertRecord(p); err != nil {
+				return err
+			}
+		}
+		return kura.Errorf(kura.EConflict, "injected failure")
+	})
+	if !kura.IsCode(err, kura.EConflict) {
+		t.Fatalf("got %v, want the injected conflict", err)
+	}
+	after := db.Counts()
+	for k := range before {
+		if before[k] != after[k] {
+			t.Errorf("%s: got %d after failed writes, want %d", k, after[k], before[k])
+		}
+	}
+	recs, _, err := db.ListRecords(ctx, kura.RecordFilter{Limit: 100})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("listing after failed writes: %d records, err %v; want 2", len(recs), err)
+	}
+}
+
+func TestStore_GroupCommit(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			in := thought(i)
+			if _, err := db.CreateRecord(ctx, &in); err != nil {
+				errs <- err
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	if st.Jobs.Load() != n {
+		t.Fatalf("jobs: got %d, want %d", st.Jobs.Load(), n)
+	}
+	if st.Transactions.Load() >= n {
+		t.Errorf("transactions: got %d for %d concurrent writes, want fewer (group commit)", st.Transactions.Load(), n)
+	}
+	if got := db.Counts()["records"]; got != n {
+		t.Errorf("records: got %d, want %d", got, n)
+	}
+	// Seqs are dense and in commit order.
+	if db.LastEventSeq() != n {
+		t.Errorf("last seq: got %d, want %d", db.LastEventSeq(), n)
+	}
+}
+
+func TestStore_ListRecordsFiltersAndPages(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	recs := mustRecords(t, db, 25)
+	other, err := db.CreateRecord(ctx, &kura.RecordInput{Type: "sys.error", Content: json.RawMessage(`"x"`), AuthorID: "sys:kurad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	after := ""
+	for pages := 0; pages < 10; pages++ {
+		page, next, err := db.ListRecords(ctx, kura.RecordFilter{Type: "agent.thought", Limit: 10, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ids(page)...)
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if strings.Join(got, ",") != strings.Join(ids(recs), ",") {
+		t.Fatalf("paged listing: got %d ids, want the %d thoughts in order", len(got), len(recs))
+	}
+	page, _, err := db.ListRecords(ctx, kura.RecordFilter{AuthorID: "sys:kurad", Limit: 10})
+	if err != nil || len(page) != 1 || page[0].ID != other.ID {
+		t.Fatalf("author filter: got %v %v", page, err)
+	}
+	page, _, err = db.ListRecords(ctx, kura.RecordFilter{Since: other.CreatedAt, Limit: 100})
+	if err != nil || len(page) != 1 {
+		t.Fatalf("since filter: got %d records, err %v; want 1", len(page), err)
+	}
+}
+
+func TestStore_LedgerVerifyAndProof(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	recs := mustRecords(t, db, 7)
+	parent, err := db.CreateLedger(ctx, &kura.LedgerInput{Label: "ctx", RecordIDs: ids(recs[:3])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := db.CreateLedger(ctx, &kura.LedgerInput{Label: "out", ParentIDs: []string{parent.ID}, RecordIDs: append(ids(recs), recs[0].ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client-side recomputation from the API's own values.
+	seals := make([]string, 0, len(recs)+1)
+	for _, r := range append(recs, recs[0]) {
+		seals = append(seals, r.Seal)
+	}
+	root, _ := kurahash.MerkleRootHex(seals)
+	if root != l.RootHash {
+		t.Fatalf("root: got %s, recomputed %s", l.RootHash, root)
+	}
+	if h := kurahash.LedgerHash(root, []string{parent.Hash}, "out", l.CreatedAt); h != l.Hash {
+		t.Fatalf("ledger hash: got %s, recomputed %s", l.Hash, h)
+	}
+	v, err := db.VerifyLedger(ctx, l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.OK || v.RecordsChecked != 8 || !v.SignatureOK {
+		t.Fatalf("verify: %+v", v)
+	}
+	p, err := db.Proof(ctx, l.ID, recs[4].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := kurahash.DecodeHash(recs[4].Seal)
+	rootB, _ := kurahash.DecodeHash(p.RootHash)
+	path := make([][32]byte, len(p.AuditPath))
+	for i, h := range p.AuditPath {
+		path[i], _ = kurahash.DecodeHash(h)
+	}
+	if !kurahash.VerifyInclusion(leaf, p.LeafIndex, p.TreeSize, path, rootB) {
+		t.Fatalf("proof %+v does not verify", p)
+	}
+	d, err := db.Diff(ctx, parent.ID, l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Common != 3 || len(d.Added) != 4 || len(d.Removed) != 0 {
+		t.Fatalf("diff: %+v", d)
+	}
+	if _, err := db.CreateLedger(ctx, &kura.LedgerInput{RecordIDs: []string{"01a1fdca-0000-7000-8000-000000000000"}}); !kura.IsCode(err, kura.EInvalid) {
+		t.Fatalf("missing record: got %v, want invalid_argument", err)
+	}
+}
+
+// TestStore_VerifyFindsFileEdits makes each edit an attacker with write
+// access to the SQLite file might make and checks that verify names it.
+func TestStore_VerifyFindsFileEdits(t *testing.T) {
+	type edit struct {
+		name      string
+		sql       func(l *kura.Ledger, recs []kura.Record) []string
+		wantField string
+		wantPos   int // -1: no position expected
+	}
+	edits := []edit{
+		{"content changed", func(l *kura.Ledger, r []kura.Record) []string {
+			return []string{fmt.Sprintf(`UPDATE records SET content = '{"text":"forged"}' WHERE id = '%s'`, r[2].ID)}
+		}, "content_hash", 2},
+		{"metadata changed", func(l *kura.Ledger, r []kura.Record) []string {
+			return []string{fmt.Sprintf(`UPDATE records SET metadata = '{"label":"x"}' WHERE id = '%s'`, r[1].ID)}
+		}, "seal", 1},
+		{"created_at changed", func(l *kura.Ledger, r []kura.Record) []string {
+			return []string{fmt.Sprintf(`UPDATE records SET created_at = '2020-01-01T00:00:00.000000000Z' WHERE id = '%s'`, r[3].ID)}
+		}, "seal", 3},
+		{"record removed from the middle", func(l *kura.Ledger, r []kura.Record) []string {
+			return []string{fmt.Sprintf(`DELETE FROM ledger_records WHERE ledger_id = '%s' AND pos = 2`, l.ID)}
+		}, "position", 2},
+		{"two records swapped", func(l *kura.Ledger, r []kura.Record) []string {
+			return []string{
+				fmt.Sprintf(`UPDATE ledger_records SET record_id = '%s' WHERE ledger_id = '%s' AND pos = 1`, r[3].ID, l.ID),
+				fmt.Sprintf(`UPDATE ledger_records SET record_id = '%s' WHERE ledger_id = '%s' AND pos = 3`, r[1].ID, l.ID),
+			}
+		}, "leaf", 1},
+		{"forged record inserted", func(l *kura.Ledger, r []kura.Record) []string {
+			return []string{
+				`INSERT INTO records(id, hash, content_hash, seal, type, content, author_id, metadata, created_at) VALUES('01a1fdca-0000-7000-8000-0000000000ff', 'h', 'c', 's', 'agent.thought', '"forged"', 'agent:evil', '{}', '2026-01-01T00:00:00.000000000Z')`,
+				fmt.Sprintf(`INSERT INTO ledger_records(ledger_id, pos, record_id, leaf) VALUES('%s', 5, '01a1fdca-0000-7000-8000-0000000000ff', 's')`, l.ID),
+			}
+		}, "content_hash", 5},
+		{"record type changed", func(l *kura.Ledger, r []kura.Record) []string {
+			return []string{fmt.Sprintf(`UPDATE records SET type = 'sys.error' WHERE id = '%s'`, r[0].ID)}
+		}, "hash", 0},
+	}
+	for _, e := range edits {
+		t.Run(e.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "kura.db")
+			db := mustOpenAt(t, path, nil)
+			ctx := context.Background()
+			recs := mustRecords(t, db, 5)
+			l, err := db.CreateLedger(ctx, &kura.LedgerInput{Label: "l", RecordIDs: ids(recs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := db.VerifyLedger(ctx, l.ID); !v.OK {
+				t.Fatalf("fresh ledger does not verify: %+v", v)
+			}
+			raw := rawDB(t, path)
+			for _, q := range e.sql(l, recs) {
+				if _, err := raw.Exec(q); err != nil {
+					t.Fatalf("edit %q: %v", q, err)
+				}
+			}
+			v, err := db.VerifyLedger(ctx, l.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.OK {
+				t.Fatalf("verify: got ok after %s, want ok:false", e.name)
+			}
+			found := false
+			for _, m := range v.Mismatches {
+				if m.Field == e.wantField && (e.wantPos < 0 || (m.Position != nil && *m.Position == e.wantPos)) {
+					found = true
+				}
+			}
+			if !found {
+				b, _ := json.Marshal(v.Mismatches)
+				t.Fatalf("verify did not name %s at position %d: %s", e.wantField, e.wantPos, b)
+			}
+		})
+	}
+}
+
+func TestStore_RefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kura.db")
+	db := mustOpenAt(t, path, nil)
+	mustRecords(t, db, 1)
+	if err := db.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawDB(t, path)
+	if _, err := raw.Exec(fmt.Sprintf("PRAGMA user_version = %d", store.SchemaVersion+1)); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	db2 := store.New(store.Config{Path: path, Signer: key})
+	err := db2.Open(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("open newer schema: got %v, want a refusal", err)
+	}
+}
+
+func TestStore_CloseDrainsAndRefuses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kura.db")
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	db := mustOpenAt(t, path, key)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	acked := 0
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			in := thought(i)
+			if _, err := db.CreateRecord(ctx, &in); err == nil {
+				mu.Lock()
+				acked++
+				mu.Unlock()
+			} else if !kura.IsCode(err, kura.EUnavailable) {
+				t.Errorf("write during close: got %v, want success or unavailable", err)
+			}
+		}(i)
+	}
+	if err := db.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := db.Close(ctx); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	in := thought(99)
+	if _, err := db.CreateRecord(ctx, &in); !kura.IsCode(err, kura.EUnavailable) {
+		t.Fatalf("write after close: got %v, want unavailable", err)
+	}
+	// Everything acknowledged is there after a reopen, nothing more.
+	db2 := mustOpenAt(t, path, key)
+	if got := db2.Counts()["records"]; got != int64(acked) {
+		t.Fatalf("records after reopen: got %d, want the %d acknowledged", got, acked)
+	}
+}
