@@ -1,0 +1,325 @@
+// Command kura is the command-line client of kurad: it writes and reads
+// records and ledgers, verifies them and shows what the daemon knows, over
+// the HTTP API through the Go client package.
+//
+// Usage:
+//
+//	kura [--json] [--url URL] <command> [arguments and flags]
+//
+// KURA_URL (default http://127.0.0.1:7700) names the daemon and KURA_TOKEN
+// carries the bearer token. Run "kura help" for the commands.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/kura-memory/kura/client"
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = ""
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the server said no, or a verification failed
+	exitUsage = 2 // the command line is wrong
+)
+
+// cli is what every command runs with.
+type cli struct {
+	client *client.Client
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	json   bool // --json: print the server's JSON instead of human text
+}
+
+// command is one row of the command table.
+type command struct {
+	name    string
+	args    string // synopsis after the name, for help
+	summary string
+	// setup registers the command's own flags on fs and returns the function
+	// that runs the command once fs has been parsed; args are the positional
+	// arguments. fs is handed over so that a command can tell a flag set to
+	// its zero value from one left out (fs.Visit).
+	setup func(fs *flag.FlagSet) func(ctx context.Context, c *cli, args []string) error
+}
+
+// commandTable lists every command, in the order help shows them. It is a
+// function rather than a variable because help reads it.
+//
+// Commands of later issues go here, each with its file: log (log.go), turn
+// open|append|close (turn.go), export and import (export.go), trace
+// (trace.go), memory (memory.go), context preview|compile (context.go), kb
+// (kb.go), backup and restore (backup.go), token new (token.go) and events
+// (events.go).
+func commandTable() []command {
+	return []command{
+		{"put", "[--type T --author A] [--content JSON] [--meta k=v]... [--stdin | -]", "write a record (or a batch from stdin)", setupPut},
+		{"show", "<record-id | record-hash>", "show a record", setupShow},
+		{"ledger", "<ledger-id> [--records]", "show a ledger and its record ids (--records: the records)", setupLedger},
+		{"verify", "<ledger-id> [--local]", "verify a ledger; exit 1 when it does not verify", setupVerify},
+		{"diff", "<ledger-a> <ledger-b>", "records added and removed from ledger a to ledger b", setupDiff},
+		{"info", "", "show what kurad says about itself", setupInfo},
+		{"health", "[--ready]", "exit 0 when kurad is alive (--ready: ready to serve), 1 otherwise", setupHealth},
+		{"version", "", "print the version of this kura", setupVersion},
+		{"help", "[command]", "show help for kura or a command", setupHelp},
+	}
+}
+
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commandTable() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// globalFlags are accepted before and after the command name.
+type globalFlags struct {
+	json bool
+	url  string
+}
+
+func (g *globalFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&g.json, "json", false, "print the server's JSON answer")
+	fs.StringVar(&g.url, "url", "", "kurad base URL (default $KURA_URL or "+client.DefaultURL+")")
+}
+
+// usageError is a command line the command cannot run with; run prints it
+// with a hint and exits with exitUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitError ends a command with a code after it has printed its output
+// itself, such as a verification that failed.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// run is the whole CLI minus the process: tests drive it in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) string) int {
+	var g globalFlags
+	globals := flag.NewFlagSet("kura", flag.ContinueOnError)
+	g.register(globals)
+	name, rest := splitCommand(globals, args)
+	if name == "" {
+		// "kura --help" asks for help; "kura" or "kura --json" is a mistake.
+		for _, a := range args {
+			if a == "-h" || a == "-help" || a == "--help" {
+				printUsage(stdout)
+				return exitOK
+			}
+		}
+		printUsage(stderr)
+		return exitUsage
+	}
+	cmd, ok := lookupCommand(name)
+	if !ok {
+		fmt.Fprintf(stderr, "kura: unknown command %q; run 'kura help'\n", name)
+		return exitUsage
+	}
+
+	fs := flag.NewFlagSet("kura "+name, flag.ContinueOnError)
+	// The flag package's own messages are replaced by ours, which name the
+	// command and go to the right stream.
+	fs.SetOutput(io.Discard)
+	g.register(fs)
+	runCmd := cmd.setup(fs)
+	ordered, err := reorderArgs(fs, rest)
+	if err == nil {
+		err = fs.Parse(ordered)
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printCommandUsage(stdout, cmd, fs)
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "kura %s: %v\n", name, err)
+		printCommandUsage(stderr, cmd, fs)
+		return exitUsage
+	}
+
+	base := g.url
+	if base == "" {
+		base = env("KURA_URL")
+	}
+	var opts []client.Option
+	if tok := env("KURA_TOKEN"); tok != "" {
+		opts = append(opts, client.WithToken(tok))
+	}
+	c := &cli{client: client.New(base, opts...), stdin: stdin, stdout: stdout, stderr: stderr, json: g.json}
+	return reportError(stderr, cmd, runCmd(ctx, c, fs.Args()))
+}
+
+// reportError prints err the way the CLI contract says and returns the exit
+// code: "kura: <code>: <message>" for the server's errors.
+func reportError(stderr io.Writer, cmd command, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ue *usageError
+	var ee *exitError
+	var ke *kura.Error
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "kura %s: %s\nusage: kura %s %s\n", cmd.name, ue.msg, cmd.name, cmd.args)
+		return exitUsage
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ke):
+		fmt.Fprintf(stderr, "kura: %s: %s\n", ke.Code, ke.Message)
+		if len(ke.Details) > 0 {
+			b, _ := json.Marshal(ke.Details)
+			fmt.Fprintf(stderr, "kura: details: %s\n", b)
+		}
+		return exitFail
+	default:
+		fmt.Fprintf(stderr, "kura: %v\n", err)
+		return exitFail
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `kura talks to kurad, Kura's memory daemon.
+
+usage: kura [--json] [--url URL] <command> [arguments and flags]
+
+commands:
+`)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range commandTable() {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	tw.Flush()
+	fmt.Fprint(w, `
+global flags (before or after the command):
+  --json      print the server's JSON answer, indented
+  --url URL   kurad base URL
+
+environment:
+  KURA_URL    kurad base URL (default `+client.DefaultURL+`)
+  KURA_TOKEN  bearer token sent with every request
+
+Flags may come before or after arguments. Exit status: 0 success, 1 the
+server refused or a verification failed, 2 bad command line.
+Run 'kura help <command>' for a command's flags.
+`)
+}
+
+func printCommandUsage(w io.Writer, cmd command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: kura %s %s\n\n%s\n\nflags:\n", cmd.name, cmd.args, cmd.summary)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+func setupHelp(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+	return func(_ context.Context, c *cli, args []string) error {
+		switch len(args) {
+		case 0:
+			printUsage(c.stdout)
+			return nil
+		case 1:
+			cmd, ok := lookupCommand(args[0])
+			if !ok {
+				return usagef("unknown command %q", args[0])
+			}
+			cfs := flag.NewFlagSet("kura "+cmd.name, flag.ContinueOnError)
+			var g globalFlags
+			g.register(cfs)
+			cmd.setup(cfs)
+			printCommandUsage(c.stdout, cmd, cfs)
+			return nil
+		default:
+			return usagef("help takes at most one command")
+		}
+	}
+}
+
+// cliVersion is the stamped version, else the module version Go recorded,
+// else "dev".
+func cliVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func setupVersion(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+	return func(_ context.Context, c *cli, args []string) error {
+		if len(args) != 0 {
+			return usagef("version takes no arguments")
+		}
+		if c.json {
+			return c.printJSON(map[string]string{"version": cliVersion(), "go": runtime.Version()})
+		}
+		fmt.Fprintf(c.stdout, "kura %s (%s)\n", cliVersion(), runtime.Version())
+		return nil
+	}
+}
+
+// printRaw prints a JSON answer exactly as the server sent it, indented.
+func (c *cli) printRaw(raw json.RawMessage) error {
+	var buf bytes.Buffer
+	// The server ends its answers with a newline; one is added back below.
+	raw = bytes.TrimSpace(raw)
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		buf.Reset()
+		buf.Write(raw) // not JSON after all: print it as it came
+	}
+	buf.WriteByte('\n')
+	_, err := c.stdout.Write(buf.Bytes())
+	return err
+}
+
+// printJSON prints v as indented JSON, for answers the CLI puts together
+// itself from several calls.
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// sortedKeys returns the keys of m in order, for stable human output.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+	"testing"
+)
+
+// runKura runs the CLI in-process against baseURL and returns what it printed
+// and its exit code.
+func runKura(t *testing.T, baseURL string, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	env := func(k string) string {
+		if k == "KURA_URL" {
+			return baseURL
+		}
+		return ""
+	}
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, stdin, &out, &errOut, env)
+	return out.String(), errOut.String(), code
+}
+
+// deadURL is an address nothing listens on: commands that fail before any
+// request must not notice it, those that send one fail with a transport error.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+func TestRun_CommandLine(t *testing.T) {
+	url := deadURL(t)
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantOut    string // substring of stdout
+		wantErrOut string // substring of stderr
+	}{
+		{"NoCommand", nil, exitUsage, "", "usage: kura"},
+		{"OnlyGlobalFlag", []string{"--json"}, exitUsage, "", "usage: kura"},
+		{"HelpFlag", []string{"--help"}, exitOK, "commands:", ""},
+		{"Help", []string{"help"}, exitOK, "verify", ""},
+		{"HelpCommand", []string{"help", "put"}, exitOK, "-meta", ""},
+		{"HelpUnknown", []string{"help", "nope"}, exitUsage, "", `unknown command "nope"`},
+		{"CommandHelpFlag", []string{"verify", "-h"}, exitOK, "usage: kura verify", ""},
+		{"UnknownCommand", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
+		{"UnknownFlag", []string{"show", "x", "--nope"}, exitUsage, "", "flag provided but not defined: -nope"},
+		{"DanglingFlag", []string{"put", "--type"}, exitUsage, "", "flag needs an argument: --type"},
+		{"Version", []string{"version"}, exitOK, "kura ", ""},
+		{"VersionJSON", []string{"version", "--json"}, exitOK, `"version"`, ""},
+		{"ShowNoID", []string{"show"}, exitUsage, "", "show takes one record id"},
+		{"ShowTwoIDs", []string{"show", "a", "b"}, exitUsage, "", "show takes one record id"},
+		{"LedgerNoID", []string{"ledger", "--records"}, exitUsage, "", "ledger takes one ledger id"},
+		{"VerifyNoID", []string{"--json", "verify"}, exitUsage, "", "verify takes one ledger id"},
+		{"VerifySession", []string{"verify", "session:x"}, exitUsage, "", "sessions is not supported yet"},
+		{"DiffOneID", []string{"diff", "a"}, exitUsage, "", "diff takes two ledger ids"},
+		{"InfoArgs", []string{"info", "x"}, exitUsage, "", "info takes no arguments"},
+		{"PutNoType", []string{"put", "--author", "agent:x", "--content", "1"}, exitUsage, "", "--type is required"},
+		{"PutNoAuthor", []string{"put", "--type", "agent.thought", "--content", "1"}, exitUsage, "", "--author is required"},
+		{"PutNoContent", []string{"put", "--type", "agent.thought", "--author", "agent:x"}, exitUsage, "", "--content is required"},
+		{"PutContentAndStdin", []string{"put", "--content", "1", "-"}, exitUsage, "", "exclusive"},
+		{"PutExtraArg", []string{"put", "x"}, exitUsage, "", `unexpected argument "x"`},
+		{"PutBadMeta", []string{"put", "--meta", "novalue"}, exitUsage, "", "is not key=value"},
+		{"PutStdinNotObject", []string{"put", "-"}, exitUsage, "", "not a record input object"},
+		{"Unreachable", []string{"info"}, exitFail, "", "kura: info: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runKura(t, url, nil, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("got exit %d, want %d (stderr %q)", code, tt.wantCode, errOut)
+			}
+			if !strings.Contains(out, tt.wantOut) {
+				t.Errorf("got stdout %q, want it to contain %q", out, tt.wantOut)
+			}
+			if !strings.Contains(errOut, tt.wantErrOut) {
+				t.Errorf("got stderr %q, want it to contain %q", errOut, tt.wantErrOut)
+			}
+		})
+	}
+}
+
+func TestRun_URLFlagBeatsEnvironment(t *testing.T) {
+	flagURL := deadURL(t)
+	_, errOut, code := runKura(t, "http://127.0.0.1:1", nil, "info", "--url", flagURL)
+	if code != exitFail || !strings.Contains(errOut, strings.TrimPrefix(flagURL, "http://")) {
+		t.Errorf("got exit %d, stderr %q, want a failure naming %s", code, errOut, flagURL)
+	}
+}
+
+func TestAsContent(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"a":1}`, `{"a":1}`},
+		{` [1, 2] `, `[1, 2]`},
+		{`42`, `42`},
+		{`true`, `true`},
+		{`"quoted"`, `"quoted"`},
+		{`hello world`, `"hello world"`},
+		{``, `""`},
+		{`{"a":`, `"{\"a\":"`},
+		{"tab\tand \"quote\"", `"tab\tand \"quote\""`},
+	}
+	for _, tt := range tests {
+		got := asContent([]byte(tt.in))
+		if string(got) != tt.want {
+			t.Errorf("asContent(%q): got %s, want %s", tt.in, got, tt.want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("asContent(%q): %s is not valid JSON", tt.in, got)
+		}
+	}
+}
