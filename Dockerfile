@@ -1,0 +1,75 @@
+# Kura: the kurad daemon and the kura CLI in a small, non-root image.
+#
+# Build (BuildKit, the default builder of current Docker):
+#   docker build --build-arg VERSION="$(git describe --tags --always --dirty)" -t kura .
+# Cross-build, e.g. for a Raspberry Pi:
+#   docker buildx build --platform linux/arm64 --build-arg VERSION=... -t kura:arm64 .
+#
+# Run:
+#   docker run -d --name kura --network host --stop-timeout 30 -v kura-data:/data kura
+#
+# kurad listens on 127.0.0.1 inside the container by default. Without tokens,
+# Kura accepts anonymous admin requests and kurad refuses to listen on a
+# non-loopback address, so the default is loopback. With --network host (Linux)
+# the API is then reachable at http://127.0.0.1:7700 on the host only. The CLI
+# also works inside the container: docker exec kura kura health
+#
+# To expose the API beyond loopback, first configure tokens (a tokens file in
+# the volume), then listen on all interfaces and publish the port, e.g.:
+#   docker run -d --name kura -v kura-data:/data \
+#     -e KURA_TOKENS_FILE=/data/tokens -e KURA_HTTP_ADDR=0.0.0.0:7700 \
+#     -p 127.0.0.1:7700:7700 kura
+#
+# State (kura.db, the signing key kurad.key, kurad.addr) lives in the /data
+# volume: back it up as a whole. A bind mount must be writable by uid 65532.
+# --stop-timeout 30 leaves kurad time for its graceful shutdown
+# (KURA_SHUTDOWN_TIMEOUT, 15s) before Docker's SIGKILL; Docker waits 10s
+# by default.
+
+FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
+ARG TARGETOS
+ARG TARGETARCH
+ARG VERSION=dev
+WORKDIR /src
+
+# Dependencies first, so that they stay cached while the source changes.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod \
+    go mod download
+
+COPY . .
+# CGO off: both binaries are static and run on distroless/static.
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    export CGO_ENABLED=0 GOOS="$TARGETOS" GOARCH="$TARGETARCH" && \
+    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/kurad ./cmd/kurad && \
+    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/kura ./cmd/kura && \
+    mkdir -p /out/data
+
+FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="kura" \
+      org.opencontainers.image.description="Kura: agent memory you can verify (kurad daemon and kura CLI)" \
+      org.opencontainers.image.version="${VERSION}"
+
+COPY --from=build /out/kurad /out/kura /usr/local/bin/
+# An empty /data owned by the nonroot user: a new named volume takes this
+# ownership, so kurad can write there without root.
+COPY --from=build --chown=65532:65532 /out/data /data
+
+# KURA_HTTP_ADDR stays on loopback until tokens are configured (see above).
+# The CLI (and so the health check) reads KURA_URL, default
+# http://127.0.0.1:7700: set it too if you change the HTTP port.
+ENV KURA_DATA_DIR=/data \
+    KURA_HTTP_ADDR=127.0.0.1:7700 \
+    KURA_NATS_ADDR=127.0.0.1:4222
+
+USER 65532:65532
+VOLUME ["/data"]
+EXPOSE 7700 4222
+
+# `kura health` exits 0 when kurad's /healthz answers 200.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["/usr/local/bin/kura", "health"]
+
+ENTRYPOINT ["/usr/local/bin/kurad"]
