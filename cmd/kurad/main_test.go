@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,9 +54,15 @@ type proc struct {
 // for kurad.addr and /readyz.
 func startKurad(t *testing.T, dataDir string, extra ...string) *proc {
 	t.Helper()
+	return startKuradEnv(t, dataDir, nil, extra...)
+}
+
+func startKuradEnv(t *testing.T, dataDir string, env []string, extra ...string) *proc {
+	t.Helper()
 	os.Remove(filepath.Join(dataDir, "kurad.addr"))
 	args := append([]string{"--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
 	cmd := exec.Command(kuradBin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	p := &proc{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
@@ -283,6 +290,8 @@ func TestKurad_CommandLine(t *testing.T) {
 		{"bad http addr", []string{"--http-addr", "nope"}, nil, 2, "http-addr"},
 		{"bad synchronous from env", nil, []string{"KURA_SYNCHRONOUS=SOMETIMES"}, 2, "synchronous"},
 		{"bad flag", []string{"--no-such-flag"}, nil, 2, "no-such-flag"},
+		{"non-loopback http without tokens", []string{"--http-addr", "0.0.0.0:7700"}, nil, 2, "loopback"},
+		{"non-loopback nats without tokens", []string{"--nats-addr", "192.0.2.1:4222"}, nil, 2, "loopback"},
 		{"missing config file", []string{"--config", "/nonexistent/kurad.env"}, nil, 2, "config file"},
 	}
 	for _, tc := range cases {
@@ -299,5 +308,59 @@ func TestKurad_CommandLine(t *testing.T) {
 				t.Errorf("output %q does not mention %q", out, tc.wantOut)
 			}
 		})
+	}
+}
+
+// TestKurad_SystemdNotify runs kurad the way systemd does with Type=notify
+// and WatchdogSec: READY=1 after it serves, WATCHDOG=1 pings, STOPPING=1 on
+// SIGTERM, all as datagrams on NOTIFY_SOCKET.
+func TestKurad_SystemdNotify(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sdn") // short: socket paths are limited to 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	msgs := make(chan string, 64)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	next := func(want string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					t.Fatalf("socket closed before %q", want)
+				}
+				if strings.Contains(m, want) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %q within 10s", want)
+			}
+		}
+	}
+	p := startKuradEnv(t, t.TempDir(), []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=200000"})
+	next("READY=1")
+	next("WATCHDOG=1")
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	next("STOPPING=1")
+	if code := p.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.log)
 	}
 }

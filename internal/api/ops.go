@@ -35,13 +35,13 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		checks["nats"] = "not running"
 		ok = false
 	}
-	status := http.StatusOK
-	state := "ready"
 	if !ok {
-		status = http.StatusServiceUnavailable
-		state = "not ready"
+		// Non-2xx answers always carry the error body; the checks say what failed.
+		e := kura.Errorf(kura.EUnavailable, "kurad is not ready").WithDetail("checks", checks)
+		s.writeError(w, r, e)
+		return
 	}
-	s.writeJSON(w, status, map[string]any{"status": state, "checks": checks})
+	s.writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {

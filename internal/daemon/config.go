@@ -225,6 +225,11 @@ func (c *Config) Validate() error {
 		if host == "" {
 			return fmt.Errorf("%s: give a host (127.0.0.1 for loopback only)", name)
 		}
+		// Without tokens every caller is the local admin, which is only
+		// safe while nobody but this host can connect.
+		if !isLoopback(host) {
+			return fmt.Errorf("%s: %s is not a loopback address; without tokens kurad serves anonymous callers with full rights, so it listens on loopback only (127.0.0.1, ::1 or localhost)", name, host)
+		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return fmt.Errorf("log-level: %w", err)
@@ -263,4 +268,13 @@ func parseLevel(s string) (slog.Level, error) {
 	var l slog.Level
 	err := l.UnmarshalText([]byte(s))
 	return l, err
+}
+
+// isLoopback reports whether host names only the local machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -40,6 +40,8 @@ type Main struct {
 	http     *http.Server
 	listener net.Listener
 	serveErr chan error
+	stopDog  context.CancelFunc
+	dogDone  chan struct{}
 }
 
 // NewMain returns an unstarted daemon.
@@ -121,6 +123,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.writeAddrFile(); err != nil {
 		return err
 	}
+	if err := sdNotify("READY=1\nSTATUS=serving HTTP on " + m.HTTPAddr() + ", NATS on " + m.NATSAddr()); err != nil {
+		m.Logger.Warn("sd_notify READY", "err", err)
+	}
+	if every := watchdogInterval(); every > 0 {
+		dctx, cancel := context.WithCancel(context.Background())
+		m.stopDog, m.dogDone = cancel, make(chan struct{})
+		go func() {
+			defer close(m.dogDone)
+			m.watchdog(dctx, every, func(ctx context.Context) bool {
+				return m.store.Ping(ctx) == nil && m.bus.Running()
+			})
+		}()
+	}
 	m.Logger.Info("kurad ready", "version", m.Version, "http", m.HTTPAddr(), "nats", m.bus.Addr(),
 		"data_dir", cfg.DataDir, "synchronous", cfg.Synchronous, "public_key", keys.PublicKeyString(m.store.PublicKey()))
 	return nil
@@ -162,6 +177,14 @@ func (m *Main) writeAddrFile() error {
 // writer, closes the database and the NATS server. Safe to call twice.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
+	if m.listener != nil {
+		sdNotify("STOPPING=1")
+	}
+	if m.stopDog != nil {
+		m.stopDog()
+		<-m.dogDone
+		m.stopDog = nil
+	}
 	if m.http != nil {
 		if err := m.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
