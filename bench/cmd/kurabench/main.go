@@ -1,0 +1,376 @@
+// Command kurabench measures kurad against a raw SQLite baseline in one run
+// and writes the figures to bench/results.json.
+//
+// It is a program, not a `go test` benchmark, because it needs a real kurad
+// process on its own data directory, several timed phases whose results feed
+// each other (ingest is judged as a share of the raw SQLite rate measured in
+// the same run), and the CPU time of both processes: on a 2-core machine the
+// load generator competes with kurad, so a figure without its CPU share
+// would flatter or wrong the server.
+//
+// Phases (in order):
+//
+//	raw_batch_100, raw_batch_1000  the same rows straight into SQLite, same driver and pragmas
+//	single_record                  POST /v1/records from 64 keep-alive clients
+//	batch_1000                     POST /v1/records/batch, 1,000 records a request
+//	hydrate_10k                    GET /v1/ledgers/{id}/records, every page of a 10,000-record ledger
+//	verify_100k                    GET /v1/ledgers/{id}/verify of a 100,000-record ledger
+//
+// Every kurad phase starts its own kurad on a fresh data directory, so no
+// phase measures a database grown by an earlier one. Later issues add phases
+// by appending to the phases list.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// config holds the flags and the sizes they imply.
+type config struct {
+	quick     bool
+	out       string
+	kuradBin  string
+	only      string
+	keep      bool
+	strict    bool
+	verbose   bool
+	runs      int // timed runs per phase (hydrate and verify use their own counts)
+	rawRows   int // rows per raw baseline run
+	singleDur time.Duration
+	warmup    time.Duration
+	clients   int // single-record clients
+	batchCli  int // batch clients
+	batchReqs int // batch requests per run
+	hydrateN  int // records in the hydrate ledger
+	hydrateK  int // timed full hydrates
+	verifyN   int // records in the verify ledger
+	verifyK   int // timed verifies
+
+	reqTimeout time.Duration // per HTTP request
+}
+
+func parseFlags(args []string) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("kurabench", flag.ContinueOnError)
+	fs.BoolVar(&c.quick, "quick", false, "much smaller counts (under a minute), for smoke tests; targets are scaled and only indicative")
+	fs.StringVar(&c.out, "out", "", "where to write the JSON results (default: bench/results.json in the module; with -quick, a file in the temp dir)")
+	fs.StringVar(&c.kuradBin, "kurad", "", "kurad binary to run (default: go build ./cmd/kurad into a temp dir)")
+	fs.StringVar(&c.only, "phases", "", "comma-separated phase names to run (default: all)")
+	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data dirs, kurad logs) instead of removing it")
+	fs.BoolVar(&c.strict, "strict", false, "exit 2 when a target is missed (phase errors always exit 1)")
+	fs.BoolVar(&c.verbose, "v", false, "print progress of every run")
+	fs.IntVar(&c.batchCli, "batch-clients", 2, "concurrent clients in the batch phase")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if c.batchCli < 1 || c.batchCli > 16 {
+		return nil, fmt.Errorf("-batch-clients must be 1..16, got %d", c.batchCli)
+	}
+	c.clients = 64
+	// The request bound is for a hung server: the slowest request, a
+	// 100,000-record verify or ledger create, should take seconds.
+	c.reqTimeout = 2 * time.Minute
+	if c.quick {
+		c.reqTimeout = 30 * time.Second
+		c.runs, c.rawRows = 2, 5_000
+		c.singleDur, c.warmup = 2*time.Second, 500*time.Millisecond
+		c.batchReqs = 5
+		c.hydrateN, c.hydrateK = 10_000, 3
+		c.verifyN, c.verifyK = 20_000, 2
+	} else {
+		c.runs, c.rawRows = 3, 50_000
+		c.singleDur, c.warmup = 10*time.Second, 2*time.Second
+		c.batchReqs = 50
+		c.hydrateN, c.hydrateK = 10_000, 10
+		c.verifyN, c.verifyK = 100_000, 5
+	}
+	return c, nil
+}
+
+// bench is the state shared by the phases of one run.
+type bench struct {
+	cfg      *config
+	root     string // module root: migrations and ./cmd/kurad are found from here
+	tmp      string // every data dir, database and log of this run lives under it
+	kurad    string // kurad binary
+	kuradSrc string // where that binary came from, for the report
+	client   *http.Client
+	dials    atomic.Int64 // TCP connections the client opened
+	// nonce makes every record content of this run unique, so kurad never
+	// deduplicates a bench write even against a reused data dir.
+	nonce   string
+	results []*PhaseResult
+	info    map[string]any // kurad's /v1/info from the first start
+}
+
+// phase is one measured thing. run returns its result; an error means the
+// phase could not be measured (the result may still carry partial runs).
+type phase struct {
+	name string
+	run  func(ctx context.Context, b *bench) (*PhaseResult, error)
+}
+
+// phases run in this order; raw baselines come first because the ingest
+// targets are ratios to them.
+var phases = []phase{
+	{"raw_batch_100", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.rawPhase(ctx, 100) }},
+	{"raw_batch_1000", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.rawPhase(ctx, 1000) }},
+	{"single_record", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.singlePhase(ctx) }},
+	{"batch_1000", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.batchPhase(ctx) }},
+	{"hydrate_10k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.hydratePhase(ctx) }},
+	{"verify_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.verifyPhase(ctx) }},
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "kurabench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, cfg))
+}
+
+func run(ctx context.Context, cfg *config) int {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kurabench:", err)
+		return 1
+	}
+	tmp, err := os.MkdirTemp("", "kurabench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kurabench:", err)
+		return 1
+	}
+	if cfg.out == "" {
+		cfg.out = filepath.Join(root, "bench", "results.json")
+		// A smoke test must not overwrite the figures of the last full run.
+		if cfg.quick {
+			cfg.out = filepath.Join(os.TempDir(), "kurabench-results-quick.json")
+		}
+	}
+	if cfg.keep {
+		fmt.Printf("temp dir (kept): %s\n", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	nonce := make([]byte, 6)
+	_, _ = rand.Read(nonce)
+	b := &bench{cfg: cfg, root: root, tmp: tmp, nonce: hex.EncodeToString(nonce)}
+	b.client = newHTTPClient(cfg.reqTimeout, &b.dials)
+	defer b.client.CloseIdleConnections()
+
+	selected := map[string]bool{}
+	for _, n := range strings.Split(cfg.only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			selected[n] = true
+		}
+	}
+	for n := range selected {
+		if !hasPhase(n) {
+			fmt.Fprintf(os.Stderr, "kurabench: unknown phase %q (have %s)\n", n, phaseNames())
+			return 2
+		}
+	}
+	b.kuradSrc = cfg.kuradBin
+	if b.kuradSrc == "" {
+		b.kuradSrc = "go build ./cmd/kurad at " + gitDescribe(ctx, root)
+	}
+	needKurad := false
+	for _, p := range phases {
+		if (len(selected) == 0 || selected[p.name]) && !strings.HasPrefix(p.name, "raw_") {
+			needKurad = true
+		}
+	}
+	if needKurad {
+		if b.kurad, err = b.prepareKurad(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "kurabench:", err)
+			return 1
+		}
+	}
+
+	started := time.Now()
+	load0 := loadavg()
+	failed := false
+	for _, p := range phases {
+		if len(selected) > 0 && !selected[p.name] {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(os.Stderr, "== %s\n", p.name)
+		t0 := time.Now()
+		res, err := p.run(ctx, b)
+		if res == nil {
+			res = &PhaseResult{Name: p.name}
+		}
+		res.Name = p.name
+		res.Seconds = round(time.Since(t0).Seconds())
+		if err != nil {
+			res.Error = err.Error()
+			failed = true
+			fmt.Fprintf(os.Stderr, "   %s failed: %v\n", p.name, err)
+		}
+		b.results = append(b.results, res)
+	}
+	judge(b)
+	rep := b.report(started)
+	rep.LoadAvg = [2]string{load0, loadavg()}
+	printTable(os.Stdout, rep)
+	if ctx.Err() != nil {
+		// An interrupted run measured only part of what it claims; keep
+		// the previous results file.
+		fmt.Fprintln(os.Stderr, "kurabench: interrupted; results not written")
+		return 1
+	}
+	if err := writeJSON(filepath.Clean(cfg.out), rep); err != nil {
+		fmt.Fprintln(os.Stderr, "kurabench:", err)
+		return 1
+	}
+	fmt.Printf("\nwrote %s\n", cfg.out)
+	switch {
+	case failed:
+		return 1
+	case cfg.strict && !rep.Pass:
+		return 2
+	}
+	return 0
+}
+
+func hasPhase(n string) bool {
+	for _, p := range phases {
+		if p.name == n {
+			return true
+		}
+	}
+	return false
+}
+
+func phaseNames() string {
+	var ns []string
+	for _, p := range phases {
+		ns = append(ns, p.name)
+	}
+	return strings.Join(ns, ",")
+}
+
+// result returns the result of an earlier phase of this run, or nil.
+func (b *bench) result(name string) *PhaseResult {
+	for _, r := range b.results {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// logf prints progress to stderr (stdout is the table).
+func (b *bench) logf(format string, args ...any) {
+	if b.cfg.verbose {
+		fmt.Fprintf(os.Stderr, "   "+format+"\n", args...)
+	}
+}
+
+// newHTTPClient returns the one client every phase shares. One Transport
+// with room for every single-record client keeps all 64 connections alive
+// between requests; without it Go keeps only 2 idle connections per host and
+// the benchmark would measure TCP handshakes. Compression is off because
+// kurad is measured, not gzip.
+func newHTTPClient(timeout time.Duration, dials *atomic.Int64) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		// Counting dials shows whether keep-alive held: after the warm-up a
+		// run should open no connection at all.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return d.DialContext(ctx, network, addr)
+		},
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	return &http.Client{Transport: tr, Timeout: timeout}
+}
+
+func (b *bench) report(started time.Time) *Report {
+	rep := &Report{
+		Timestamp:  started.UTC().Format(time.RFC3339),
+		Duration:   round(time.Since(started).Seconds()),
+		GoVersion:  runtime.Version(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		NumCPU:     runtime.NumCPU(),
+		OS:         runtime.GOOS,
+		Arch:       runtime.GOARCH,
+		Quick:      b.cfg.quick,
+		Kurad:      b.kuradSrc,
+		KuradInfo:  b.info,
+		Phases:     b.results,
+		Pass:       true,
+	}
+	if b.cfg.quick {
+		rep.Notes = append(rep.Notes, "quick run: sizes reduced and size-dependent targets scaled linearly; pass/fail is only indicative")
+	}
+	for _, r := range b.results {
+		if r.Error != "" || (r.Pass != nil && !*r.Pass) {
+			rep.Pass = false
+		}
+		// Past a tenth of the machine, other work has measurably taken
+		// cores from kurad or the baseline; the figures are not comparable
+		// with a quiet run.
+		if r.CPU.OtherShare > 0.10 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: other processes used %.0f%% of the machine during the timed part; its figures are skewed (rerun on a quiet machine)", r.Name, r.CPU.OtherShare*100))
+		}
+	}
+	return rep
+}
+
+// loadavg returns the 1, 5 and 15 minute load averages from /proc/loadavg.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// gitDescribe names the source tree measured ("6c656db-dirty"), so a
+// results file says which code its figures belong to.
+func gitDescribe(ctx context.Context, root string) string {
+	cmd := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "unknown commit"
+	}
+	return strings.TrimSpace(string(out))
+}
