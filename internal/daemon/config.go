@@ -31,6 +31,7 @@ type Config struct {
 	RecordTypes     []string
 	KeyFile         string
 	ShutdownTimeout time.Duration
+	DebugAddr       string
 	ConfigFile      string
 }
 
@@ -100,6 +101,7 @@ func settings() []setting {
 			return nil
 		}},
 		{"key-file", "KURA_KEY_FILE", "Ed25519 signing key file (default <data-dir>/kurad.key)", str(func(c *Config) *string { return &c.KeyFile })},
+		{"debug-addr", "KURA_DEBUG_ADDR", "loopback address for Go's pprof profiles (empty: off)", str(func(c *Config) *string { return &c.DebugAddr })},
 		{"shutdown-timeout", "KURA_SHUTDOWN_TIMEOUT", "how long a graceful shutdown may take", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -171,7 +173,8 @@ func LoadConfig(args []string, getenv func(string) string, out *os.File) (Config
 	if c.KeyFile == "" {
 		c.KeyFile = filepath.Join(c.DataDir, "kurad.key")
 	}
-	return c, false, c.Validate()
+	err := c.Validate()
+	return c, false, err
 }
 
 // loadFile reads KEY=value lines (the same names as the environment, so the
@@ -206,7 +209,10 @@ func loadFile(c *Config, path string, byEnv map[string]setting) error {
 			return fmt.Errorf("config file %s:%d: %w", path, line, err)
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("config file %s:%d: %w", path, line+1, err)
+	}
+	return nil
 }
 
 // Validate reports the first invalid field by name.
@@ -214,7 +220,12 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("data-dir: must not be empty")
 	}
-	for name, a := range map[string]string{"http-addr": c.HTTPAddr, "nats-addr": c.NATSAddr} {
+	addrs := [][2]string{{"http-addr", c.HTTPAddr}, {"nats-addr", c.NATSAddr}}
+	if c.DebugAddr != "" {
+		addrs = append(addrs, [2]string{"debug-addr", c.DebugAddr})
+	}
+	for _, na := range addrs {
+		name, a := na[0], na[1]
 		host, port, err := net.SplitHostPort(a)
 		if err != nil {
 			return fmt.Errorf("%s: %q is not host:port", name, a)

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"time"
@@ -40,6 +41,7 @@ type Main struct {
 	http     *http.Server
 	listener net.Listener
 	serveErr chan error
+	debug    *http.Server
 	stopDog  context.CancelFunc
 	dogDone  chan struct{}
 }
@@ -120,6 +122,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.serveErr = make(chan error, 1)
 	go func() { m.serveErr <- m.http.Serve(ln) }()
+	if cfg.DebugAddr != "" {
+		if err := m.startDebug(cfg.DebugAddr); err != nil {
+			return err
+		}
+	}
 	if err := m.writeAddrFile(); err != nil {
 		return err
 	}
@@ -194,6 +201,10 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 		m.http = nil
 	}
+	if m.debug != nil {
+		m.debug.Close()
+		m.debug = nil
+	}
 	if m.store != nil {
 		if err := m.store.Close(ctx); err != nil {
 			errs = append(errs, err)
@@ -208,4 +219,23 @@ func (m *Main) Close(ctx context.Context) error {
 		os.Remove(filepath.Join(m.Config.DataDir, AddrFile))
 	}
 	return errors.Join(errs...)
+}
+
+// startDebug serves Go's pprof handlers on their own loopback listener, so
+// profiles are never reachable through the API port.
+func (m *Main) startDebug(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen debug: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	m.debug = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go m.debug.Serve(ln)
+	m.Logger.Info("pprof listening", "addr", ln.Addr().String())
+	return nil
 }

@@ -49,15 +49,21 @@ func create(path string) (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate key: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create key dir: %w", err)
 	}
-	// O_EXCL: two kurads starting at once must not overwrite each other's key.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return LoadOrCreate(path)
-	}
+	// Write the key in full to a private temp file, then hard-link it into
+	// place: the key file is never seen half-written (not by a concurrent
+	// start, not after a crash), and an existing key is never overwritten.
+	f, err := os.CreateTemp(dir, ".kurad-key-*")
 	if err != nil {
+		return nil, fmt.Errorf("create key file: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
 		return nil, fmt.Errorf("create key file: %w", err)
 	}
 	if _, err := f.WriteString(hex.EncodeToString(priv.Seed()) + "\n"); err != nil {
@@ -70,6 +76,16 @@ func create(path string) (ed25519.PrivateKey, error) {
 	}
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("close key file: %w", err)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return LoadOrCreate(path) // another start won the race: use its key
+		}
+		return nil, fmt.Errorf("install key file: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // make the new directory entry durable
+		d.Close()
 	}
 	return priv, nil
 }

@@ -5,6 +5,7 @@
 package kura
 
 import (
+	"fmt"
 	"regexp"
 	"time"
 )
@@ -17,13 +18,18 @@ const TimeFormat = "2006-01-02T15:04:05.000000000Z"
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
 // ParseTime accepts any RFC 3339 time (with or without fractions) and
-// returns it in UTC.
+// returns it in UTC. Times whose UTC year leaves 0000..9999 are refused:
+// TimeFormat could not write them, and stored times compare as text.
 func ParseTime(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, err
 	}
-	return t.UTC(), nil
+	t = t.UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		return time.Time{}, fmt.Errorf("time %q is outside years 0000..9999 in UTC", s)
+	}
+	return t, nil
 }
 
 var (

@@ -1,0 +1,84 @@
+package kura_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+func TestEvent_Pointer(t *testing.T) {
+	const (
+		id = "0190a3f2-7c1e-7d3a-9b2c-1f2e3d4c5b6a"
+		at = "2025-01-02T03:04:05.000000001Z"
+	)
+	tests := []struct {
+		name string
+		ev   kura.Event
+		want map[string]any
+	}{
+		{
+			name: "NoRefs",
+			ev:   kura.Event{Seq: 1, ID: id, Type: "ledger.created", Project: "default", Subject: "s", CreatedAt: at},
+			want: map[string]any{"seq": 1.0, "type": "ledger.created", "project": "default", "at": at},
+		},
+		{
+			name: "Refs",
+			ev: kura.Event{Seq: 42, ID: id, Type: "record.written", Project: "hashi", CreatedAt: at,
+				Refs: map[string]string{"id": id, "ledger_id": id}},
+			want: map[string]any{"seq": 42.0, "type": "record.written", "project": "hashi", "at": at, "id": id, "ledger_id": id},
+		},
+		{
+			// A ref must not be able to overwrite the fixed fields.
+			name: "RefsCannotShadow",
+			ev: kura.Event{Seq: 7, Type: "record.written", Project: "p", CreatedAt: at,
+				Refs: map[string]string{"seq": "x", "type": "x", "project": "x", "at": "x"}},
+			want: map[string]any{"seq": 7.0, "type": "record.written", "project": "p", "at": at},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := tt.ev.Pointer()
+			var got map[string]any
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatalf("got invalid JSON %s: %v", b, err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+
+	t.Run("TypicalRefsUnder512Bytes", func(t *testing.T) {
+		ev := kura.Event{
+			Seq: 1 << 40, Type: "session.turn.appended", Project: "a-project-slug-of-moderate-length",
+			CreatedAt: at,
+			Refs: map[string]string{
+				"id": id, "session_id": id, "turn_id": id, "ledger_id": id,
+				"hash": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+			},
+		}
+		if n := len(ev.Pointer()); n >= 512 {
+			t.Errorf("got %d bytes, want under 512", n)
+		}
+	})
+	t.Run("NoSubjectOrEventID", func(t *testing.T) {
+		ev := kura.Event{Seq: 1, ID: id, Type: "t", Project: "p", Subject: "oclaw.v1.p.evt.t", CreatedAt: at}
+		var got map[string]any
+		if err := json.Unmarshal(ev.Pointer(), &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"subject", "id", "refs"} {
+			if _, ok := got[k]; ok {
+				t.Errorf("got key %q in pointer %v, want it absent", k, got)
+			}
+		}
+	})
+}
+
+func TestEventSubject(t *testing.T) {
+	if got, want := kura.EventSubject("hashi", "record.written"), "oclaw.v1.hashi.evt.record.written"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
