@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/kura-memory/kura/internal/daemon"
@@ -34,6 +35,7 @@ func run() int {
 		fmt.Println("kurad", version)
 		return 0
 	}
+	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -63,4 +65,19 @@ func run() int {
 	}
 	m.Logger.Info("stopped")
 	return 0
+}
+
+// tuneGC sets kurad's garbage collector policy unless the operator chose
+// one with GOGC or GOMEMLIMIT. kurad's live heap is small while it streams
+// large answers (a 1,000-record hydrate page is ~0.5 MB), so the default
+// GOGC=100 collects every few requests; 300 cuts that by about a third of
+// hydrate's time, and the 256 MiB soft limit makes the collector work
+// harder, not the heap grow, should memory ever get that far on a Pi.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(300)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(256 << 20)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ type Store interface {
 	ListRecords(ctx context.Context, f kura.RecordFilter) ([]kura.Record, string, error)
 	CreateLedger(ctx context.Context, in *kura.LedgerInput) (*kura.Ledger, error)
 	GetLedger(ctx context.Context, id string, withRecords bool) (*kura.Ledger, error)
-	LedgerRecords(ctx context.Context, id string, after, limit int) ([]kura.Record, int, error)
+	LedgerRecordsJSON(ctx context.Context, id string, after, limit int) ([]byte, int, int, error)
 	VerifyLedger(ctx context.Context, id string) (*kura.Verification, error)
 	Diff(ctx context.Context, a, b string) (*kura.Diff, error)
 	Proof(ctx context.Context, ledgerID, recordID string) (*kura.Proof, error)
@@ -154,9 +155,64 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	writeBody(w, status, append(b, '\n'))
+}
+
+// writeBody sends a complete JSON answer with its length, so large answers
+// go out in one piece instead of chunked.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(b)
+}
+
+// writeRecords answers {"records":[...],"next_cursor":"..."} without
+// passing the records through encoding/json, which would re-scan each
+// record's (already canonical) content.
+func (s *Server) writeRecords(w http.ResponseWriter, status int, recs []kura.Record, next string) {
+	size := 64
+	for i := range recs {
+		size += 320 + len(recs[i].Content)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"records":[`...)
+	for i := range recs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = recs[i].AppendJSON(b)
+	}
+	b = append(b, ']')
+	if next != "" {
+		b = append(b, `,"next_cursor":"`...)
+		b = append(b, next...) // base64url: nothing to escape
+		b = append(b, '"')
+	}
+	b = append(b, '}', '\n')
+	writeBody(w, status, b)
+}
+
+// writeRawRecords is writeRecords for records already joined as JSON.
+func (s *Server) writeRawRecords(w http.ResponseWriter, status int, joined []byte, next string) {
+	b := make([]byte, 0, len(joined)+64)
+	b = append(b, `{"records":[`...)
+	b = append(b, joined...)
+	b = append(b, ']')
+	if next != "" {
+		b = append(b, `,"next_cursor":"`...)
+		b = append(b, next...)
+		b = append(b, '"')
+	}
+	b = append(b, '}', '\n')
+	writeBody(w, status, b)
+}
+
+// writeRecord answers one record.
+func (s *Server) writeRecord(w http.ResponseWriter, status int, r *kura.Record) {
+	b := r.AppendJSON(make([]byte, 0, 320+len(r.Content)))
+	writeBody(w, status, append(b, '\n'))
 }
 
 // decodeJSON reads a JSON body into v: JSON media type, size limit, no

@@ -62,16 +62,16 @@ func (s *Server) handleLedgerRecords(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	recs, next, err := s.store.LedgerRecords(r.Context(), id, after, limit)
+	recs, _, next, err := s.store.LedgerRecordsJSON(r.Context(), id, after, limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := map[string]any{"records": recs}
+	cursor := ""
 	if next >= 0 {
-		out["next_cursor"] = encodeCursor("p", strconv.Itoa(next))
+		cursor = encodeCursor("p", strconv.Itoa(next))
 	}
-	s.writeJSON(w, http.StatusOK, out)
+	s.writeRawRecords(w, http.StatusOK, recs, cursor)
 }
 
 func (s *Server) handleLedgerVerify(w http.ResponseWriter, r *http.Request) {

@@ -32,7 +32,7 @@ func (s *Server) handleRecordCreate(w http.ResponseWriter, r *http.Request) {
 	if rec.Deduplicated {
 		status = http.StatusOK
 	}
-	s.writeJSON(w, status, rec)
+	s.writeRecord(w, status, rec)
 }
 
 func (s *Server) handleRecordBatch(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +48,7 @@ func (s *Server) handleRecordBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusCreated, map[string]any{"records": recs})
+	s.writeRecords(w, http.StatusCreated, recs, "")
 }
 
 func (s *Server) handleRecordGet(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +57,7 @@ func (s *Server) handleRecordGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, rec)
+	s.writeRecord(w, http.StatusOK, rec)
 }
 
 func (s *Server) handleRecordByHash(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +66,7 @@ func (s *Server) handleRecordByHash(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, rec)
+	s.writeRecord(w, http.StatusOK, rec)
 }
 
 func (s *Server) handleRecordList(w http.ResponseWriter, r *http.Request) {
@@ -107,11 +107,11 @@ func (s *Server) handleRecordList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := map[string]any{"records": recs}
+	cursor := ""
 	if next != "" {
-		out["next_cursor"] = encodeCursor("r", next)
+		cursor = encodeCursor("r", next)
 	}
-	s.writeJSON(w, http.StatusOK, out)
+	s.writeRecords(w, http.StatusOK, recs, cursor)
 }
 
 // parseLimit reads ?limit= (default 100, 1..1000).

@@ -38,6 +38,25 @@ type Record struct {
 	CreatedAt    string            `json:"created_at"`
 	Redacted     bool              `json:"redacted,omitempty"`
 	Deduplicated bool              `json:"deduplicated,omitempty"`
+
+	// MetadataJSON, when set, is the stored canonical JSON of Metadata; the
+	// store fills it instead of Metadata so that reads do not decode and
+	// re-encode metadata they only pass through. Meta decodes it on demand.
+	MetadataJSON json.RawMessage `json:"-"`
+}
+
+// Meta returns the metadata map, decoding MetadataJSON when only that is set.
+func (r *Record) Meta() map[string]string {
+	if r.Metadata == nil && len(r.MetadataJSON) > 0 {
+		m := map[string]string{}
+		if json.Unmarshal(r.MetadataJSON, &m) == nil {
+			r.Metadata = m
+		}
+	}
+	if r.Metadata == nil {
+		r.Metadata = map[string]string{}
+	}
+	return r.Metadata
 }
 
 // RecordInput is what a caller sends to create a record.

@@ -196,8 +196,7 @@ type rowScanner interface{ Scan(...any) error }
 
 func scanRecord(row rowScanner) (*kura.Record, error) {
 	var r kura.Record
-	var content sql.NullString
-	var md string
+	var content, md []byte
 	var redacted int
 	if err := row.Scan(&r.ID, &r.Hash, &r.ContentHash, &r.Seal, &r.Type, &content, &r.AuthorID, &md, &r.CreatedAt, &redacted); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -289,17 +288,18 @@ func itoa(i int) string {
 	return string(b)
 }
 
-// fillRecord sets the decoded columns of a record row.
-func fillRecord(r *kura.Record, content sql.NullString, md string, redacted int) error {
-	if content.Valid {
-		r.Content = json.RawMessage(content.String)
+// fillRecord sets the decoded columns of a record row. Metadata stays in
+// its stored canonical form (Record.Meta decodes it when needed).
+func fillRecord(r *kura.Record, content, md []byte, redacted int) error {
+	if content != nil {
+		r.Content = content
 	} else {
-		r.Content = json.RawMessage("null")
+		r.Content = json.RawMessage("null") // redacted
 	}
 	r.Redacted = redacted != 0
-	r.Metadata = map[string]string{}
-	if md != "" && md != "{}" {
-		return json.Unmarshal([]byte(md), &r.Metadata)
+	if len(md) == 0 {
+		md = []byte("{}")
 	}
+	r.MetadataJSON = md
 	return nil
 }

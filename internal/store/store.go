@@ -40,6 +40,9 @@ type Config struct {
 	Signer         ed25519.PrivateKey
 	Logger         *slog.Logger
 	Now            func() time.Time // tests control time
+	// CheckpointInterval is how often the WAL is copied back into the
+	// database (PASSIVE: never blocks the writer or readers).
+	CheckpointInterval time.Duration
 }
 
 // CommitHook receives the events of every committed transaction, in seq
@@ -52,6 +55,7 @@ type DB struct {
 	log    *slog.Logger
 	wdb    *sql.DB // one write connection, owned by the writer goroutine
 	rdb    *sql.DB // read-only pool
+	cdb    *sql.DB // checkpoints the WAL beside the writer
 	now    func() time.Time
 	signer ed25519.PrivateKey
 	pub    ed25519.PublicKey
@@ -62,6 +66,9 @@ type DB struct {
 	quit   chan struct{}
 	done   chan struct{}
 
+	ckptDone chan struct{}
+	ckptKick chan struct{}
+
 	stmts   map[string]*sql.Stmt // prepared on wdb; used only by the writer
 	lastSeq atomic.Int64
 	counts  struct{ records, ledgers, events atomic.Int64 }
@@ -69,6 +76,9 @@ type DB struct {
 	hooks   []CommitHook
 	stats   WriterStats
 	writing atomic.Bool
+
+	walFrames atomic.Int64 // frames not yet checkpointed at the last checkpoint
+	sinceCkpt int          // commits since the last kick (writer only)
 }
 
 // WriterStats are counters the metrics layer reads.
@@ -107,15 +117,32 @@ func New(cfg Config) *DB {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer}
+	if cfg.CheckpointInterval <= 0 {
+		cfg.CheckpointInterval = time.Second
+	}
+	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1)}
 }
 
-func dsn(path string, write bool, sync string) string {
-	q := "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)"
-	if write {
-		q += "&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_txlock=immediate"
-	} else {
-		q += "&_pragma=query_only(ON)"
+// Connection roles: the writer, the read pool and the checkpointer.
+const (
+	roleWrite = iota
+	roleRead
+	roleCheckpoint
+)
+
+// dsn builds the connection string for a role. temp_store=MEMORY keeps the
+// per-job savepoint journals off the disk; the writer does not checkpoint
+// (wal_autocheckpoint=0): a separate connection does, so commits never pay
+// for copying the WAL back into the database.
+func dsn(path string, role int, sync string) string {
+	q := "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_pragma=temp_store(MEMORY)"
+	switch role {
+	case roleWrite:
+		q += "&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=wal_autocheckpoint(0)&_pragma=cache_size(-20000)&_txlock=immediate"
+	case roleRead:
+		q += "&_pragma=query_only(ON)&_pragma=cache_size(-8000)"
+	case roleCheckpoint:
+		q += "&_pragma=synchronous(" + sync + ")&_pragma=wal_autocheckpoint(0)"
 	}
 	return "file:" + path + q
 }
@@ -135,7 +162,7 @@ func (db *DB) Open(ctx context.Context) error {
 	if err := checkSchemaVersion(ctx, db.cfg.Path); err != nil {
 		return err
 	}
-	wdb, err := sql.Open("sqlite", dsn(db.cfg.Path, true, strings.ToUpper(db.cfg.Synchronous)))
+	wdb, err := sql.Open("sqlite", dsn(db.cfg.Path, roleWrite, strings.ToUpper(db.cfg.Synchronous)))
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -147,7 +174,7 @@ func (db *DB) Open(ctx context.Context) error {
 		wdb.Close()
 		return err
 	}
-	rdb, err := sql.Open("sqlite", dsn(db.cfg.Path, false, ""))
+	rdb, err := sql.Open("sqlite", dsn(db.cfg.Path, roleRead, ""))
 	if err != nil {
 		wdb.Close()
 		return fmt.Errorf("open read pool: %w", err)
@@ -170,10 +197,20 @@ func (db *DB) Open(ctx context.Context) error {
 		}
 		db.stmts[q] = st
 	}
+	cdb, err := sql.Open("sqlite", dsn(db.cfg.Path, roleCheckpoint, strings.ToUpper(db.cfg.Synchronous)))
+	if err != nil {
+		db.wdb.Close()
+		db.rdb.Close()
+		return fmt.Errorf("open checkpointer: %w", err)
+	}
+	cdb.SetMaxOpenConns(1)
+	db.cdb = cdb
 	db.jobs = make(chan *job, 4096)
 	db.quit = make(chan struct{})
 	db.done = make(chan struct{})
+	db.ckptDone = make(chan struct{})
 	go db.writer()
+	go db.checkpointer()
 	return nil
 }
 
@@ -285,10 +322,14 @@ func (db *DB) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("close store: writer did not drain: %w", ctx.Err())
 	}
+	<-db.ckptDone
 	for _, s := range db.stmts {
 		s.Close()
 	}
 	var errs []error
+	if err := db.cdb.Close(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := db.rdb.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -378,4 +419,33 @@ func mapErr(err error) error {
 		}
 	}
 	return err
+}
+
+// walKickPages is the number of WAL frames written since the last
+// checkpoint after which the writer asks for one early, so a burst of
+// writes cannot grow the WAL far between ticks.
+const walKickPages = 4000
+
+// checkpointer copies the WAL back into the database on its own connection
+// every CheckpointInterval (and when the writer kicks it), with PASSIVE
+// checkpoints that never wait for the writer or readers.
+func (db *DB) checkpointer() {
+	defer close(db.ckptDone)
+	t := time.NewTicker(db.cfg.CheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.done:
+			return
+		case <-t.C:
+		case <-db.ckptKick:
+		}
+		var busy, logFrames, done int
+		err := db.cdb.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &done)
+		if err != nil {
+			db.log.Warn("checkpoint", "err", err)
+			continue
+		}
+		db.walFrames.Store(int64(logFrames - done))
+	}
 }

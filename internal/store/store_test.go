@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -421,5 +422,74 @@ func TestStore_CloseDrainsAndRefuses(t *testing.T) {
 	db2 := mustOpenAt(t, path, key)
 	if got := db2.Counts()["records"]; got != int64(acked) {
 		t.Fatalf("records after reopen: got %d, want the %d acknowledged", got, acked)
+	}
+}
+
+// TestStore_HydrateJSONMatchesRecordJSON holds the SQL-assembled record
+// JSON of hydrate to the bytes kura.Record.AppendJSON writes for the same
+// record read by id.
+func TestStore_HydrateJSONMatchesRecordJSON(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	recs, err := db.CreateRecords(ctx, []kura.RecordInput{
+		thought(1),
+		{Type: "tool.call", Content: json.RawMessage(`{"tool_name":"gh \"q\" \\ é","arguments":{"x":[1,2.5,null]},"status":"pending"}`), AuthorID: "tool:gh",
+			Metadata: map[string]string{"project_id": "hashi", "note": "line\nbreak \"quoted\" ☃"}},
+		{Type: "task.instruction", Content: json.RawMessage(`"just text"`), AuthorID: "user:oles"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := db.CreateLedger(ctx, &kura.LedgerInput{RecordIDs: ids(recs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, n, next, err := db.LedgerRecordsJSON(ctx, l.ID, -1, 10)
+	if err != nil || next != -1 || n != 3 {
+		t.Fatalf("hydrate: %d records, next %d, err %v", n, next, err)
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(append(append([]byte{'['}, body...), ']'), &raws); err != nil {
+		t.Fatal(err)
+	}
+	for i, raw := range raws {
+		r, err := db.GetRecord(ctx, recs[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(r)
+		var buf bytes.Buffer
+		json.Compact(&buf, raw)
+		if buf.String() != string(want) {
+			t.Errorf("record %d:\nhydrate %s\nby id   %s", i, raw, want)
+		}
+	}
+}
+
+func TestStore_HydratePagesAcrossSplit(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	recs := mustRecords(t, db, 700)
+	l, err := db.CreateLedger(ctx, &kura.LedgerInput{RecordIDs: ids(recs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	after := -1
+	for page := 0; page < 10; page++ {
+		rs, next, err := db.LedgerRecords(ctx, l.ID, after, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			got = append(got, r.ID)
+		}
+		if next < 0 {
+			break
+		}
+		after = next
+	}
+	if strings.Join(got, ",") != strings.Join(ids(recs), ",") {
+		t.Fatalf("hydrate: got %d ids, want the %d in ledger order", len(got), len(recs))
 	}
 }

@@ -27,6 +27,7 @@ type Tx struct {
 	ctx    context.Context
 	now    time.Time
 	events []kura.Event
+	bound  map[string]*sql.Stmt // statements bound to tx, shared by the batch
 }
 
 // Now is the time of this write, used for every created_at it stamps.
@@ -50,10 +51,20 @@ func wsql(q string) string {
 // stmt returns the prepared statement for q bound to this transaction.
 // Unregistered statements are prepared on the transaction (uncached).
 func (tx *Tx) stmt(q string) (*sql.Stmt, error) {
-	if s, ok := tx.db.stmts[q]; ok {
-		return tx.tx.StmtContext(tx.ctx, s), nil
+	if s, ok := tx.bound[q]; ok {
+		return s, nil
 	}
-	return tx.tx.PrepareContext(tx.ctx, q)
+	var s *sql.Stmt
+	if ps, ok := tx.db.stmts[q]; ok {
+		s = tx.tx.StmtContext(tx.ctx, ps)
+	} else {
+		var err error
+		if s, err = tx.tx.PrepareContext(tx.ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	tx.bound[q] = s
+	return s, nil
 }
 
 // Exec runs a cached prepared statement.
@@ -84,7 +95,12 @@ func (tx *Tx) Query(q string, args ...any) (*sql.Rows, error) {
 	return s.QueryContext(tx.ctx, args...)
 }
 
-var qInsertEvent = wsql("INSERT INTO events(id, type, project, subject, refs, created_at) VALUES(?,?,?,?,?,?) RETURNING seq")
+var (
+	qInsertEvent = wsql("INSERT INTO events(id, type, project, subject, refs, created_at) VALUES(?,?,?,?,?,?)")
+	qSavepoint   = wsql("SAVEPOINT job")
+	qRelease     = wsql("RELEASE job")
+	qRollbackTo  = wsql("ROLLBACK TO job")
+)
 
 // AddEvent appends an event row in this transaction. refs holds the ids the
 // event points at; the payload published later is built from them.
@@ -96,9 +112,12 @@ func (tx *Tx) AddEvent(typ, project string, refs map[string]string) error {
 	id := uuid.Must(uuid.NewV7()).String()
 	at := tx.NowString()
 	subject := kura.EventSubject(project, typ)
-	var seq int64
-	if err := tx.QueryRow(qInsertEvent,
-		id, typ, project, subject, string(b), at).Scan(&seq); err != nil {
+	res, err := tx.Exec(qInsertEvent, id, typ, project, subject, string(b), at)
+	if err != nil {
+		return err
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
 		return err
 	}
 	tx.events = append(tx.events, kura.Event{Seq: seq, ID: id, Type: typ, Project: project, Subject: subject, Refs: refs, CreatedAt: at})
@@ -182,31 +201,42 @@ func (db *DB) commit(batch []*job) {
 	}
 	var events []kura.Event
 	anyOK := false
+	bound := make(map[string]*sql.Stmt, 8)
+	// A lone job needs no savepoint: if it fails, the whole transaction is
+	// rolled back anyway.
+	single := len(batch) == 1
 	for i, j := range batch {
 		if j.ctx.Err() != nil {
 			results[i] = mapErr(j.ctx.Err())
 			continue
 		}
-		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, now: db.now()}
-		if _, err := sqlTx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
-			results[i] = mapErr(err)
-			continue
+		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, now: db.now(), bound: bound}
+		if !single {
+			if _, err := tx.Exec(qSavepoint); err != nil {
+				results[i] = mapErr(err)
+				continue
+			}
 		}
 		if err := runJob(j.fn, tx); err != nil {
 			results[i] = mapErr(err)
-			if _, rerr := sqlTx.ExecContext(ctx, "ROLLBACK TO job"); rerr != nil {
+			if single {
+				continue
+			}
+			if _, rerr := tx.Exec(qRollbackTo); rerr != nil {
 				// The transaction is unusable: fail the whole batch.
 				sqlTx.Rollback()
 				db.failAll(batch, mapErr(rerr))
 				return
 			}
-			sqlTx.ExecContext(ctx, "RELEASE job")
+			tx.Exec(qRelease)
 			continue
 		}
-		if _, err := sqlTx.ExecContext(ctx, "RELEASE job"); err != nil {
-			sqlTx.Rollback()
-			db.failAll(batch, mapErr(err))
-			return
+		if !single {
+			if _, err := tx.Exec(qRelease); err != nil {
+				sqlTx.Rollback()
+				db.failAll(batch, mapErr(err))
+				return
+			}
 		}
 		anyOK = true
 		events = append(events, tx.events...)
@@ -225,6 +255,15 @@ func (db *DB) commit(batch []*job) {
 		return
 	}
 	db.stats.Transactions.Add(1)
+	// Ask for an early checkpoint after a burst of commits.
+	db.sinceCkpt++
+	if db.sinceCkpt >= 200 || db.walFrames.Load() > walKickPages {
+		db.sinceCkpt = 0
+		select {
+		case db.ckptKick <- struct{}{}:
+		default:
+		}
+	}
 	db.stats.Jobs.Add(int64(len(batch)))
 	if n := len(events); n > 0 {
 		db.lastSeq.Store(events[n-1].Seq)

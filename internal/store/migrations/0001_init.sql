@@ -56,10 +56,12 @@ CREATE TABLE ledger_records (
 ) WITHOUT ROWID;
 CREATE INDEX ledger_records_record ON ledger_records (record_id);
 
--- AUTOINCREMENT: a seq is never reused, even after old events are compacted,
--- because clients keep seqs as catch-up cursors.
+-- seq is the rowid: each new event gets max(seq)+1. Clients keep seqs as
+-- catch-up cursors, so a seq must never be reused: compaction of old events
+-- always keeps the newest row (no AUTOINCREMENT, which would cost an extra
+-- write per event).
 CREATE TABLE events (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq        INTEGER PRIMARY KEY,
     id         TEXT NOT NULL,
     type       TEXT NOT NULL,
     project    TEXT NOT NULL,
