@@ -80,6 +80,12 @@ func Seal(hash string, metadataCanonical []byte, createdAt string) string {
 	return SumHex([]byte("kura-record-v1\n" + hash + "\n" + SumHex(metadataCanonical) + "\n" + createdAt))
 }
 
+// SealWithMetadataHash is Seal with hex(SHA-256(JCS(metadata))) already
+// computed, so the part that depends on created_at is one hash.
+func SealWithMetadataHash(hash, metadataHash, createdAt string) string {
+	return SumHex([]byte("kura-record-v1\n" + hash + "\n" + metadataHash + "\n" + createdAt))
+}
+
 // LedgerHash is hex(SHA-256("kura-ledger-v1\n" + root_hash + "\n" +
 // comma-joined parent hashes + "\n" + label + "\n" + created_at)).
 func LedgerHash(rootHash string, parentHashes []string, label, createdAt string) string {

@@ -204,3 +204,12 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+func TestSealWithMetadataHash(t *testing.T) {
+	md := kurahash.MetadataJSON(map[string]string{"project_id": "hashi"})
+	a := kurahash.Seal("h", md, "2026-11-21T09:00:00.000000000Z")
+	b := kurahash.SealWithMetadataHash("h", kurahash.SumHex(md), "2026-11-21T09:00:00.000000000Z")
+	if a != b {
+		t.Fatalf("got %s, want %s", b, a)
+	}
+}

@@ -324,6 +324,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if status >= 500 {
 			level = slog.LevelWarn
 		}
+		if !s.log.Enabled(r.Context(), level) {
+			return
+		}
 		s.log.Log(r.Context(), level, "request", "method", r.Method, "route", route, "status", status,
 			"duration_ms", float64(d.Microseconds())/1000, "req_id", middleware.GetReqID(r.Context()))
 	})

@@ -26,6 +26,7 @@ type Config struct {
 	Synchronous     string
 	MaxBodyBytes    int64
 	WriterMaxBatch  int
+	WriterLinger    time.Duration
 	ReadPool        int
 	DefaultProject  string
 	RecordTypes     []string
@@ -46,6 +47,7 @@ func DefaultConfig() Config {
 		Synchronous:     "FULL",
 		MaxBodyBytes:    4 << 20,
 		WriterMaxBatch:  256,
+		WriterLinger:    500 * time.Microsecond,
 		ReadPool:        4,
 		DefaultProject:  "default",
 		ShutdownTimeout: 15 * time.Second,
@@ -89,6 +91,14 @@ func settings() []setting {
 			return nil
 		}},
 		{"writer-max-batch", "KURA_WRITER_MAX_BATCH", "most write requests grouped into one transaction", integer("writer-max-batch", func(c *Config) *int { return &c.WriterMaxBatch })},
+		{"writer-linger", "KURA_WRITER_LINGER", "how long the writer may wait for more concurrent writes before committing (0 turns it off)", func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("writer-linger: %q is not a duration", v)
+			}
+			c.WriterLinger = d
+			return nil
+		}},
 		{"read-pool", "KURA_READ_POOL", "read-only database connections", integer("read-pool", func(c *Config) *int { return &c.ReadPool })},
 		{"default-project", "KURA_DEFAULT_PROJECT", "event project for records without metadata.project_id and for ledgers", str(func(c *Config) *string { return &c.DefaultProject })},
 		{"record-types", "KURA_RECORD_TYPES", "comma-separated record types added to the vocabulary", func(c *Config, v string) error {
@@ -257,6 +267,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WriterMaxBatch < 1 || c.WriterMaxBatch > 10000 {
 		return fmt.Errorf("writer-max-batch: %d is outside 1..10000", c.WriterMaxBatch)
+	}
+	if c.WriterLinger < 0 || c.WriterLinger > time.Second {
+		return fmt.Errorf("writer-linger: %s is outside 0..1s", c.WriterLinger)
 	}
 	if c.ReadPool < 1 || c.ReadPool > 64 {
 		return fmt.Errorf("read-pool: %d is outside 1..64", c.ReadPool)

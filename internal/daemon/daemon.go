@@ -83,6 +83,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Path:           filepath.Join(cfg.DataDir, "kura.db"),
 		Synchronous:    cfg.Synchronous,
 		MaxBatch:       cfg.WriterMaxBatch,
+		Linger:         cfg.WriterLinger,
 		ReadPool:       cfg.ReadPool,
 		DefaultProject: cfg.DefaultProject,
 		Vocabulary:     vocab,
@@ -98,6 +99,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerStoreMetrics(reg, m.store)
 	srv := api.New(api.Config{
 		Version:       m.Version,
 		SchemaVersion: store.SchemaVersion,
@@ -238,4 +240,22 @@ func (m *Main) startDebug(addr string) error {
 	go m.debug.Serve(ln)
 	m.Logger.Info("pprof listening", "addr", ln.Addr().String())
 	return nil
+}
+
+// registerStoreMetrics exports the writer's counters; the store itself
+// knows nothing of Prometheus.
+func registerStoreMetrics(reg *prometheus.Registry, db *store.DB) {
+	st := db.Stats()
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_writer_transactions_total", Help: "Group transactions committed by the writer."},
+			func() float64 { return float64(st.Transactions.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_writer_jobs_total", Help: "Write requests committed by the writer (jobs / transactions = mean batch size)."},
+			func() float64 { return float64(st.Jobs.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_writer_failed_transactions_total", Help: "Group transactions that failed as a whole (begin or commit errors)."},
+			func() float64 { return float64(st.Failures.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_writer_queue_depth", Help: "Write requests waiting for the writer."},
+			func() float64 { return float64(db.QueueDepth()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_events_last_seq", Help: "Sequence number of the newest committed event."},
+			func() float64 { return float64(db.LastEventSeq()) }),
+	)
 }

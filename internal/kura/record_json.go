@@ -73,6 +73,9 @@ func (r *Record) appendTail(b []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// AppendJSONString appends s as a JSON string (see appendString).
+func AppendJSONString(b []byte, s string) []byte { return appendString(b, s) }
+
 // appendString appends s as a JSON string: quotes, backslashes and control
 // characters escaped, invalid UTF-8 replaced by U+FFFD (as encoding/json does).
 func appendString(b []byte, s string) []byte {

@@ -23,6 +23,7 @@ type PreparedRecord struct {
 	AuthorID     string
 	Metadata     map[string]string
 	MetadataJSON []byte // canonical
+	MetadataHash string // hex SHA-256 of MetadataJSON
 	Project      string
 }
 
@@ -53,6 +54,7 @@ func (db *DB) PrepareRecord(in *kura.RecordInput, field string) (*PreparedRecord
 		MetadataJSON: kurahash.MetadataJSON(in.Metadata),
 		Project:      db.cfg.DefaultProject,
 	}
+	p.MetadataHash = kurahash.SumHex(p.MetadataJSON)
 	if pid := in.Metadata["project_id"]; kura.ValidSlug(pid) {
 		p.Project = pid
 	}
@@ -119,7 +121,7 @@ var (
 func (tx *Tx) InsertRecord(p *PreparedRecord) (*kura.Record, error) {
 	id := uuid.Must(uuid.NewV7()).String()
 	at := tx.NowString()
-	seal := kurahash.Seal(p.Hash, p.MetadataJSON, at)
+	seal := kurahash.SealWithMetadataHash(p.Hash, p.MetadataHash, at)
 	res, err := tx.Exec(qInsertRecord,
 		id, p.Hash, p.ContentHash, seal, p.Type, string(p.Content), p.AuthorID, string(p.MetadataJSON), at)
 	if err != nil {

@@ -43,6 +43,9 @@ type Config struct {
 	// CheckpointInterval is how often the WAL is copied back into the
 	// database (PASSIVE: never blocks the writer or readers).
 	CheckpointInterval time.Duration
+	// Linger is how long the writer may hold a batch open for more jobs
+	// when writers are concurrent (0: never).
+	Linger time.Duration
 }
 
 // CommitHook receives the events of every committed transaction, in seq
@@ -77,8 +80,10 @@ type DB struct {
 	stats   WriterStats
 	writing atomic.Bool
 
-	walFrames atomic.Int64 // frames not yet checkpointed at the last checkpoint
-	sinceCkpt int          // commits since the last kick (writer only)
+	walFrames     atomic.Int64 // frames not yet checkpointed at the last checkpoint
+	sinceCkpt     int          // commits since the last kick (writer only)
+	lastBatch     int          // size of the previous batch (writer only)
+	savepointMode int          // batches left to run with savepoints (writer only)
 }
 
 // WriterStats are counters the metrics layer reads.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
@@ -491,5 +492,83 @@ func TestStore_HydratePagesAcrossSplit(t *testing.T) {
 	}
 	if strings.Join(got, ",") != strings.Join(ids(recs), ",") {
 		t.Fatalf("hydrate: got %d ids, want the %d in ledger order", len(got), len(recs))
+	}
+}
+
+// TestStore_FailedJobInSharedBatch puts good jobs, failing jobs (after
+// they wrote) and a panicking job into one batch: the good ones commit,
+// the others leave nothing behind.
+func TestStore_FailedJobInSharedBatch(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	const n = 30
+	release := make(chan struct{})
+	started := make(chan struct{})
+	gateDone := make(chan error, 1)
+	go func() {
+		gateDone <- db.Update(ctx, func(tx *store.Tx) error { close(started); <-release; return nil })
+	}()
+	<-started // the writer is busy with the gate job: what follows queues up
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	wantIDs := make([]string, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			p, err := db.PrepareRecord(&[]kura.RecordInput{thought(1000 + i)}[0], "")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = db.Update(ctx, func(tx *store.Tx) error {
+				r, err := tx.InsertRecord(p)
+				if err != nil {
+					return err
+				}
+				wantIDs[i] = r.ID
+				switch i % 10 {
+				case 3:
+					return kura.Errorf(kura.EConflict, "job %d fails after writing", i)
+				case 7:
+					panic("job panics after writing")
+				}
+				return nil
+			})
+		}(i)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for db.QueueDepth() < n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if err := <-gateDone; err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for i, err := range errs {
+		want := i%10 != 3 && i%10 != 7
+		if (err == nil) != want {
+			t.Fatalf("job %d: got err %v, want success %v", i, err, want)
+		}
+		_, gerr := db.GetRecord(ctx, wantIDs[i])
+		if want {
+			ok++
+			if gerr != nil {
+				t.Errorf("job %d: committed record %s not found: %v", i, wantIDs[i], gerr)
+			}
+		} else if gerr == nil {
+			t.Errorf("job %d failed but its record %s is stored", i, wantIDs[i])
+		}
+	}
+	if got := db.Counts()["records"]; got != int64(ok) {
+		t.Errorf("records: got %d, want %d", got, ok)
+	}
+	if got := db.LastEventSeq(); got != int64(ok) {
+		t.Errorf("events: got %d, want %d (failed jobs leave no event)", got, ok)
+	}
+	if tx := db.Stats().Transactions.Load(); tx > 3 {
+		t.Errorf("transactions: got %d, want the %d jobs in very few batches", tx, n)
 	}
 }

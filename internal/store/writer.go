@@ -3,8 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -105,10 +105,7 @@ var (
 // AddEvent appends an event row in this transaction. refs holds the ids the
 // event points at; the payload published later is built from them.
 func (tx *Tx) AddEvent(typ, project string, refs map[string]string) error {
-	b, err := json.Marshal(refs)
-	if err != nil {
-		return err
-	}
+	b := refsJSON(refs)
 	id := uuid.Must(uuid.NewV7()).String()
 	at := tx.NowString()
 	subject := kura.EventSubject(project, typ)
@@ -122,6 +119,27 @@ func (tx *Tx) AddEvent(typ, project string, refs map[string]string) error {
 	}
 	tx.events = append(tx.events, kura.Event{Seq: seq, ID: id, Type: typ, Project: project, Subject: subject, Refs: refs, CreatedAt: at})
 	return nil
+}
+
+// refsJSON encodes an event's ids as a JSON object with sorted keys,
+// without reflection: it runs once per event inside the writer.
+func refsJSON(refs map[string]string) []byte {
+	keys := make([]string, 0, len(refs))
+	for k := range refs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b := make([]byte, 0, 64*len(refs)+2)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = kura.AppendJSONString(b, k)
+		b = append(b, ':')
+		b = kura.AppendJSONString(b, refs[k])
+	}
+	return append(b, '}')
 }
 
 // Update runs fn in the writer's next group transaction and returns once that
@@ -170,7 +188,9 @@ func (db *DB) writer() {
 			}
 		}
 		db.drain(&batch)
+		db.linger(&batch)
 		db.commit(batch)
+		db.lastBatch = len(batch)
 	}
 }
 
@@ -185,57 +205,102 @@ func (db *DB) drain(batch *[]*job) {
 	}
 }
 
+// linger holds a batch open for a moment when the previous one showed
+// concurrent writers, so that their next requests join this commit: fewer,
+// larger transactions write each hot page (the newest leaf of every table
+// and index) and sync the WAL once for many callers. A lone writer never
+// waits.
+func (db *DB) linger(batch *[]*job) {
+	if db.cfg.Linger <= 0 || db.lastBatch < 2 || len(*batch) >= db.cfg.MaxBatch {
+		return
+	}
+	t := time.NewTimer(db.cfg.Linger)
+	defer t.Stop()
+	for len(*batch) < db.cfg.MaxBatch && len(*batch) < db.lastBatch*2 {
+		select {
+		case j := <-db.jobs:
+			*batch = append(*batch, j)
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// savepointBatches is how many batches after a failed job run with
+// savepoints from the start, so that a workload of conflicting writes does
+// not pay for running each batch twice.
+const savepointBatches = 16
+
+// commit runs a batch in one transaction. Optimistically it runs the jobs
+// back to back; if one fails, the transaction is rolled back and the batch
+// is run again with a savepoint around each job, so that only the failed
+// job's writes are undone.
 func (db *DB) commit(batch []*job) {
 	db.writing.Store(true)
 	defer db.writing.Store(false)
+	if db.savepointMode == 0 && len(batch) > 1 {
+		if db.run(batch, false) {
+			return
+		}
+		db.savepointMode = savepointBatches
+	} else if db.savepointMode > 0 {
+		db.savepointMode--
+	}
+	db.run(batch, true)
+}
+
+// run executes batch in one transaction and answers every caller, except
+// when it runs without savepoints and a job fails: then it rolls back and
+// returns false without answering anyone.
+func (db *DB) run(batch []*job, savepoints bool) bool {
 	ctx := context.Background()
 	results := make([]error, len(batch))
 	sqlTx, err := db.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		err = mapErr(fmt.Errorf("begin: %w", err))
-		for _, j := range batch {
-			j.done <- err
-		}
-		db.stats.Failures.Add(1)
-		return
+		db.failAll(batch, mapErr(fmt.Errorf("begin: %w", err)))
+		return true
 	}
 	var events []kura.Event
 	anyOK := false
 	bound := make(map[string]*sql.Stmt, 8)
 	// A lone job needs no savepoint: if it fails, the whole transaction is
 	// rolled back anyway.
-	single := len(batch) == 1
+	savepoints = savepoints && len(batch) > 1
 	for i, j := range batch {
 		if j.ctx.Err() != nil {
 			results[i] = mapErr(j.ctx.Err())
 			continue
 		}
 		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, now: db.now(), bound: bound}
-		if !single {
+		if savepoints {
 			if _, err := tx.Exec(qSavepoint); err != nil {
 				results[i] = mapErr(err)
 				continue
 			}
 		}
 		if err := runJob(j.fn, tx); err != nil {
+			if !savepoints && len(batch) > 1 {
+				sqlTx.Rollback()
+				return false
+			}
 			results[i] = mapErr(err)
-			if single {
+			if !savepoints {
 				continue
 			}
 			if _, rerr := tx.Exec(qRollbackTo); rerr != nil {
 				// The transaction is unusable: fail the whole batch.
 				sqlTx.Rollback()
 				db.failAll(batch, mapErr(rerr))
-				return
+				return true
 			}
 			tx.Exec(qRelease)
 			continue
 		}
-		if !single {
+		if savepoints {
 			if _, err := tx.Exec(qRelease); err != nil {
 				sqlTx.Rollback()
 				db.failAll(batch, mapErr(err))
-				return
+				return true
 			}
 		}
 		anyOK = true
@@ -246,15 +311,24 @@ func (db *DB) commit(batch []*job) {
 		for i, j := range batch {
 			j.done <- results[i]
 		}
-		return
+		return true
 	}
 	if err := sqlTx.Commit(); err != nil {
 		db.log.Error("commit failed", "err", err, "jobs", len(batch))
 		sqlTx.Rollback()
 		db.failAll(batch, mapErr(fmt.Errorf("commit: %w", err)))
-		return
+		return true
 	}
+	db.committed(batch, results, events)
+	return true
+}
+
+// committed updates counters, answers the callers and hands the events to
+// the commit hooks, in that order: nobody hears of a write before it is
+// durable.
+func (db *DB) committed(batch []*job, results []error, events []kura.Event) {
 	db.stats.Transactions.Add(1)
+	db.stats.Jobs.Add(int64(len(batch)))
 	// Ask for an early checkpoint after a burst of commits.
 	db.sinceCkpt++
 	if db.sinceCkpt >= 200 || db.walFrames.Load() > walKickPages {
@@ -264,7 +338,6 @@ func (db *DB) commit(batch []*job) {
 		default:
 		}
 	}
-	db.stats.Jobs.Add(int64(len(batch)))
 	if n := len(events); n > 0 {
 		db.lastSeq.Store(events[n-1].Seq)
 		db.counts.events.Add(int64(n))
