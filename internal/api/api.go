@@ -32,7 +32,7 @@ type Store interface {
 	ListRecords(ctx context.Context, f kura.RecordFilter) ([]kura.Record, string, error)
 	CreateLedger(ctx context.Context, in *kura.LedgerInput) (*kura.Ledger, error)
 	GetLedger(ctx context.Context, id string, withRecords bool) (*kura.Ledger, error)
-	LedgerRecordsJSON(ctx context.Context, id string, after, limit int) ([]byte, int, int, error)
+	HydrateLedger(ctx context.Context, id string, after, limit int, w io.Writer, start func(next int) error) error
 	VerifyLedger(ctx context.Context, id string) (*kura.Verification, error)
 	Diff(ctx context.Context, a, b string) (*kura.Diff, error)
 	Proof(ctx context.Context, ledgerID, recordID string) (*kura.Proof, error)
@@ -188,21 +188,6 @@ func (s *Server) writeRecords(w http.ResponseWriter, status int, recs []kura.Rec
 	if next != "" {
 		b = append(b, `,"next_cursor":"`...)
 		b = append(b, next...) // base64url: nothing to escape
-		b = append(b, '"')
-	}
-	b = append(b, '}', '\n')
-	writeBody(w, status, b)
-}
-
-// writeRawRecords is writeRecords for records already joined as JSON.
-func (s *Server) writeRawRecords(w http.ResponseWriter, status int, joined []byte, next string) {
-	b := make([]byte, 0, len(joined)+64)
-	b = append(b, `{"records":[`...)
-	b = append(b, joined...)
-	b = append(b, ']')
-	if next != "" {
-		b = append(b, `,"next_cursor":"`...)
-		b = append(b, next...)
 		b = append(b, '"')
 	}
 	b = append(b, '}', '\n')

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 
@@ -62,16 +63,35 @@ func (s *Server) handleLedgerRecords(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	recs, _, next, err := s.store.LedgerRecordsJSON(r.Context(), id, after, limit)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	// The page streams: the opening is written once the store knows the
+	// ledger exists, the records as they are read, the cursor at the end.
 	cursor := ""
-	if next >= 0 {
-		cursor = encodeCursor("p", strconv.Itoa(next))
+	opened := false
+	err = s.store.HydrateLedger(r.Context(), id, after, limit, w, func(next int) error {
+		if next >= 0 {
+			cursor = encodeCursor("p", strconv.Itoa(next))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		opened = true
+		_, err := io.WriteString(w, `{"records":[`)
+		return err
+	})
+	if err != nil {
+		if !opened {
+			s.writeError(w, r, err)
+			return
+		}
+		// Half an answer must not pass for a whole one: abort the
+		// connection so the client sees a failed read, not a short page.
+		s.log.Error("hydrate failed mid-answer", "ledger_id", id, "err", err)
+		panic(http.ErrAbortHandler)
 	}
-	s.writeRawRecords(w, http.StatusOK, recs, cursor)
+	tail := "]"
+	if cursor != "" {
+		tail += `,"next_cursor":"` + cursor + `"`
+	}
+	io.WriteString(w, tail+"}\n")
 }
 
 func (s *Server) handleLedgerVerify(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"database/sql"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/google/uuid"
 	"github.com/kura-memory/kura/internal/kura"
@@ -175,109 +177,131 @@ func (db *DB) ledgerRow(ctx context.Context, id string) (*kura.Ledger, error) {
 	return &l, mapErr(rows.Err())
 }
 
-// recordJSONSQL has SQLite assemble a record's JSON in one column, the same
-// bytes kura.Record.AppendJSON writes (a test holds the two together).
+// recordJSONSQL has SQLite assemble a record's JSON in one column, the
+// same bytes kura.Record.AppendJSON writes (a test holds the two together).
 // Hydrating thousands of records is then one column fetch per row instead
 // of eleven, with strings quoted by json_quote; content and metadata are
-// stored as canonical JSON and copied as they are.
-const recordJSONSQL = `'{"id":' || json_quote(r.id) || ',"hash":' || json_quote(r.hash) ||
- ',"content_hash":' || json_quote(r.content_hash) || ',"seal":' || json_quote(r.seal) ||
- ',"type":' || json_quote(r.type) || ',"content":' || coalesce(r.content, 'null') ||
- ',"author_id":' || json_quote(r.author_id) || ',"metadata":' || r.metadata ||
- ',"created_at":' || json_quote(r.created_at) ||
- CASE WHEN r.redacted THEN ',"redacted":true}' ELSE '}' END`
+// stored as canonical JSON and copied as they are. concat joins the pieces
+// in one pass, where a chain of || copies the growing prefix at each step.
+const recordJSONSQL = `concat('{"id":', json_quote(r.id), ',"hash":', json_quote(r.hash),
+ ',"content_hash":', json_quote(r.content_hash), ',"seal":', json_quote(r.seal),
+ ',"type":', json_quote(r.type), ',"content":', coalesce(r.content, 'null'),
+ ',"author_id":', json_quote(r.author_id), ',"metadata":', r.metadata,
+ ',"created_at":', json_quote(r.created_at),
+ CASE WHEN r.redacted THEN ',"redacted":true}' ELSE '}' END)`
 
-// LedgerRecordsJSON hydrates a page of a ledger's records in order, after
-// position after (-1 for the start): their JSON objects joined by commas,
-// how many there are, and the position to continue after (-1 on the last
-// page).
+// HydrateLedger writes a page of a ledger's records in order, after
+// position after (-1 for the start), to w as JSON objects joined by commas.
+// Before writing anything it calls start with the position to continue
+// after (-1 on the last page), so the caller can answer an unknown ledger
+// with an error and otherwise open its answer.
 //
 // Positions are dense (0..record_count-1; verify reports gaps), so a page
-// is the window of positions after+1 .. after+limit. Large windows are
-// read as two halves on two read connections at once: hydrate is the
-// bulk read of Kura, and one SQLite query only ever uses one core.
-func (db *DB) LedgerRecordsJSON(ctx context.Context, id string, after, limit int) ([]byte, int, int, error) {
+// is the window of positions after+1 .. after+limit. A large window is
+// read as two halves on two read connections at once, and the first half
+// is written while it is read: hydrate is Kura's bulk read, one SQLite
+// query only uses one core, and the client can read while kurad works.
+func (db *DB) HydrateLedger(ctx context.Context, id string, after, limit int, w io.Writer, start func(next int) error) error {
 	l, err := db.ledgerRow(ctx, id)
 	if err != nil {
-		return nil, 0, -1, err
+		return err
 	}
 	lo, hi := after+1, after+limit // inclusive window
 	if hi > l.RecordCount-1 {
 		hi = l.RecordCount - 1
 	}
-	if lo > hi {
-		return nil, 0, -1, nil
-	}
-	var body []byte
-	var n int
-	if hi-lo+1 < 256 || db.cfg.ReadPool < 2 {
-		body, n, err = db.hydrateRange(ctx, id, lo, hi)
-	} else {
-		mid := lo + (hi-lo+1)/2
-		var second []byte
-		var n2 int
-		var err2 error
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			second, n2, err2 = db.hydrateRange(ctx, id, mid, hi)
-		}()
-		body, n, err = db.hydrateRange(ctx, id, lo, mid-1)
-		<-done
-		if err == nil {
-			err = err2
-		}
-		if n > 0 && n2 > 0 {
-			body = append(body, ',')
-		}
-		body = append(body, second...)
-		n += n2
-	}
-	if err != nil {
-		return nil, 0, -1, err
-	}
 	next := -1
 	if hi < l.RecordCount-1 {
 		next = hi
 	}
-	return body, n, next, nil
+	if err := start(next); err != nil {
+		return err
+	}
+	if lo > hi {
+		return nil
+	}
+	if hi-lo+1 < 256 || db.cfg.ReadPool < 2 {
+		_, err := db.hydrateRange(ctx, id, lo, hi, w, 0)
+		return err
+	}
+	mid := lo + (hi-lo+1)/2
+	var second bytes.Buffer
+	var err2 error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err2 = db.hydrateRange(ctx, id, mid, hi, &second, 1<<62)
+	}()
+	n, err := db.hydrateRange(ctx, id, lo, mid-1, w, 0)
+	<-done
+	if err != nil {
+		return err
+	}
+	if err2 != nil {
+		return err2
+	}
+	if n > 0 && second.Len() > 0 {
+		if _, err := w.Write([]byte{','}); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write(second.Bytes())
+	return err
 }
 
-// hydrateRange appends the records at positions lo..hi into one buffer,
-// scanning through a reused RawBytes so a row costs no allocation of ours.
-func (db *DB) hydrateRange(ctx context.Context, id string, lo, hi int) ([]byte, int, error) {
+// LedgerRecords is HydrateLedger decoded, for Go callers.
+func (db *DB) LedgerRecords(ctx context.Context, id string, after, limit int) ([]kura.Record, int, error) {
+	var buf bytes.Buffer
+	next := -1
+	buf.WriteByte('[')
+	if err := db.HydrateLedger(ctx, id, after, limit, &buf, func(n int) error { next = n; return nil }); err != nil {
+		return nil, -1, err
+	}
+	buf.WriteByte(']')
+	var out []kura.Record
+	if err := json.Unmarshal(buf.Bytes(), &out); err != nil {
+		return nil, -1, fmt.Errorf("decode stored records: %w", err)
+	}
+	return out, next, nil
+}
+
+// hydrateRange writes the records at positions lo..hi to w, joined by
+// commas, in pieces of about flushAt bytes (everything at the end when
+// flushAt is huge). Rows are scanned through a reused RawBytes, so a row
+// costs no allocation of ours. It returns how many records it wrote.
+func (db *DB) hydrateRange(ctx context.Context, id string, lo, hi int, w io.Writer, flushAt int) (int, error) {
 	rows, err := db.rdb.QueryContext(ctx, "SELECT "+recordJSONSQL+" FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND lr.pos BETWEEN ? AND ? ORDER BY lr.pos", id, lo, hi)
 	if err != nil {
-		return nil, 0, mapErr(err)
+		return 0, mapErr(err)
 	}
 	defer rows.Close()
-	out := make([]byte, 0, (hi-lo+1)*512)
+	if flushAt <= 0 {
+		flushAt = 64 << 10
+	}
+	buf := make([]byte, 0, min(flushAt, (hi-lo+1)*512)+1024)
 	n := 0
 	var js sql.RawBytes
 	for rows.Next() {
 		if err := rows.Scan(&js); err != nil {
-			return nil, 0, mapErr(err)
+			return n, mapErr(err)
 		}
 		if n > 0 {
-			out = append(out, ',')
+			buf = append(buf, ',')
 		}
-		out = append(out, js...)
+		buf = append(buf, js...)
 		n++
+		if len(buf) >= flushAt {
+			if _, err := w.Write(buf); err != nil {
+				return n, err
+			}
+			buf = buf[:0]
+		}
 	}
-	return out, n, mapErr(rows.Err())
-}
-
-// LedgerRecords is LedgerRecordsJSON decoded, for Go callers.
-func (db *DB) LedgerRecords(ctx context.Context, id string, after, limit int) ([]kura.Record, int, error) {
-	body, _, next, err := db.LedgerRecordsJSON(ctx, id, after, limit)
-	if err != nil {
-		return nil, -1, err
+	if err := rows.Err(); err != nil {
+		return n, mapErr(err)
 	}
-	var out []kura.Record
-	if err := json.Unmarshal(append(append([]byte{'['}, body...), ']'), &out); err != nil {
-		return nil, -1, fmt.Errorf("decode stored records: %w", err)
-	}
-	return out, next, nil
+	_, err = w.Write(buf)
+	return n, err
 }
 
 // VerifyLedger recomputes every record's content hash, hash and seal from

@@ -445,13 +445,14 @@ func TestStore_HydrateJSONMatchesRecordJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, n, next, err := db.LedgerRecordsJSON(ctx, l.ID, -1, 10)
-	if err != nil || next != -1 || n != 3 {
-		t.Fatalf("hydrate: %d records, next %d, err %v", n, next, err)
+	var body bytes.Buffer
+	next := 0
+	if err := db.HydrateLedger(ctx, l.ID, -1, 10, &body, func(n int) error { next = n; return nil }); err != nil || next != -1 {
+		t.Fatalf("hydrate: next %d, err %v", next, err)
 	}
 	var raws []json.RawMessage
-	if err := json.Unmarshal(append(append([]byte{'['}, body...), ']'), &raws); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(append(append([]byte{'['}, body.Bytes()...), ']'), &raws); err != nil || len(raws) != 3 {
+		t.Fatalf("hydrate: %d records, err %v", len(raws), err)
 	}
 	for i, raw := range raws {
 		r, err := db.GetRecord(ctx, recs[i].ID)
