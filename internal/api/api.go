@@ -37,6 +37,22 @@ type Store interface {
 	Diff(ctx context.Context, a, b string) (*kura.Diff, error)
 	Proof(ctx context.Context, ledgerID, recordID string) (*kura.Proof, error)
 	Ping(ctx context.Context) error
+	LookupIdempotency(ctx context.Context, key string) (*kura.StoredAnswer, error)
+
+	CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.Session, error)
+	GetSession(ctx context.Context, id string) (*kura.Session, error)
+	ListSessions(ctx context.Context, project, after string, limit int) ([]kura.Session, string, error)
+	SessionLog(ctx context.Context, id string, limit int) ([]kura.Ledger, error)
+	Reflog(ctx context.Context, id string) ([]kura.ReflogEntry, error)
+	MoveHead(ctx context.Context, id string, mv *kura.HeadMove) (*kura.Session, error)
+	VerifySession(ctx context.Context, id, expectHeadHash string) (*kura.SessionVerification, error)
+	OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenInput, defaultDeadline time.Duration) (*kura.Turn, error)
+	ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim) (*kura.Lease, error)
+	RenewTurn(ctx context.Context, id string, in *kura.TurnRenew) (*kura.Lease, error)
+	AppendTurn(ctx context.Context, id string, in *kura.TurnAppend) (*kura.TurnAppendResult, error)
+	CloseTurn(ctx context.Context, id string, in *kura.TurnClose) (*kura.Turn, error)
+	GetTurn(ctx context.Context, id string) (*kura.Turn, error)
+	ListTurns(ctx context.Context, sessionID, state, after string, limit int) ([]kura.Turn, string, error)
 	LastEventSeq() int64
 	Counts() map[string]int64
 	PublicKey() ed25519.PublicKey
@@ -56,6 +72,8 @@ type Config struct {
 	RecordTypes   []string
 	Logger        *slog.Logger
 	Registry      *prometheus.Registry // nil: metrics are not served
+	// TurnDeadline is the deadline of turns opened without deadline_seconds.
+	TurnDeadline time.Duration
 }
 
 // Server is the HTTP API.
@@ -95,6 +113,8 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	r.Route("/v1", func(r chi.Router) {
 		s.registerRecordRoutes(r)
 		s.registerLedgerRoutes(r)
+		s.registerSessionRoutes(r)
+		s.registerTurnRoutes(r)
 	})
 	s.router = r
 	return s
@@ -135,6 +155,9 @@ func statusOf(code string) int {
 // writeError is the one place error bodies are written. Internal errors are
 // logged with the request id and answered with a generic message.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if kura.IsCode(err, kura.EReplay) && s.replayAfterRace(w, r) {
+		return
+	}
 	var ke *kura.Error
 	if !errors.As(err, &ke) {
 		reqID := middleware.GetReqID(r.Context())

@@ -10,7 +10,7 @@ import (
 )
 
 func (s *Server) registerLedgerRoutes(r chi.Router) {
-	r.Post("/ledgers", s.handleLedgerCreate)
+	r.Post("/ledgers", s.idempotent(s.handleLedgerCreate))
 	r.Get("/ledgers/{id}", s.handleLedgerGet)
 	r.Get("/ledgers/{id}/records", s.handleLedgerRecords)
 	r.Get("/ledgers/{id}/verify", s.handleLedgerVerify)
@@ -29,7 +29,7 @@ func (s *Server) handleLedgerCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusCreated, l)
+	s.answer(w, http.StatusCreated, l)
 }
 
 func (s *Server) handleLedgerGet(w http.ResponseWriter, r *http.Request) {

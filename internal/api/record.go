@@ -10,8 +10,8 @@ import (
 )
 
 func (s *Server) registerRecordRoutes(r chi.Router) {
-	r.Post("/records", s.handleRecordCreate)
-	r.Post("/records/batch", s.handleRecordBatch)
+	r.Post("/records", s.idempotent(s.handleRecordCreate))
+	r.Post("/records/batch", s.idempotent(s.handleRecordBatch))
 	r.Get("/records", s.handleRecordList)
 	r.Get("/records/by-hash/{hash}", s.handleRecordByHash)
 	r.Get("/records/{id}", s.handleRecordGet)
@@ -28,11 +28,7 @@ func (s *Server) handleRecordCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	status := http.StatusCreated
-	if rec.Deduplicated {
-		status = http.StatusOK
-	}
-	s.writeRecord(w, status, rec)
+	s.answer(w, recordStatus(rec), rec)
 }
 
 func (s *Server) handleRecordBatch(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +44,7 @@ func (s *Server) handleRecordBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeRecords(w, http.StatusCreated, recs, "")
+	s.answer(w, http.StatusCreated, recs)
 }
 
 func (s *Server) handleRecordGet(w http.ResponseWriter, r *http.Request) {
@@ -138,4 +134,12 @@ func decodeCursor(c, kind string) (string, error) {
 		return "", kura.Invalid("cursor", "bad cursor")
 	}
 	return string(b[len(kind)+1:]), nil
+}
+
+// recordStatus is 201 for a new record, 200 for an existing one.
+func recordStatus(r *kura.Record) int {
+	if r.Deduplicated {
+		return http.StatusOK
+	}
+	return http.StatusCreated
 }

@@ -33,6 +33,7 @@ type Config struct {
 	KeyFile         string
 	ShutdownTimeout time.Duration
 	DebugAddr       string
+	TurnDeadline    time.Duration
 	ConfigFile      string
 }
 
@@ -51,6 +52,7 @@ func DefaultConfig() Config {
 		ReadPool:        4,
 		DefaultProject:  "default",
 		ShutdownTimeout: 15 * time.Second,
+		TurnDeadline:    10 * time.Minute,
 	}
 }
 
@@ -112,6 +114,14 @@ func settings() []setting {
 		}},
 		{"key-file", "KURA_KEY_FILE", "Ed25519 signing key file (default <data-dir>/kurad.key)", str(func(c *Config) *string { return &c.KeyFile })},
 		{"debug-addr", "KURA_DEBUG_ADDR", "loopback address for Go's pprof profiles (empty: off)", str(func(c *Config) *string { return &c.DebugAddr })},
+		{"turn-deadline", "KURA_TURN_DEADLINE", "deadline of turns opened without deadline_seconds; kurad closes them as timeout after it", func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("turn-deadline: %q is not a duration", v)
+			}
+			c.TurnDeadline = d
+			return nil
+		}},
 		{"shutdown-timeout", "KURA_SHUTDOWN_TIMEOUT", "how long a graceful shutdown may take", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -281,6 +291,9 @@ func (c *Config) Validate() error {
 		if !kura.ValidTypeName(t) {
 			return fmt.Errorf("record-types: %q is not a record type name (lowercase letters, digits, . _ -)", t)
 		}
+	}
+	if c.TurnDeadline < time.Second || c.TurnDeadline > 7*24*time.Hour {
+		return fmt.Errorf("turn-deadline: %s is outside 1s..168h", c.TurnDeadline)
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown-timeout: must be positive")

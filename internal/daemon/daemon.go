@@ -107,6 +107,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		RecordTypes:   vocab.Types(),
 		Logger:        m.Logger.With("component", "api"),
 		Registry:      reg,
+		TurnDeadline:  cfg.TurnDeadline,
 	}, m.store, m.bus)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

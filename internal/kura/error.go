@@ -7,18 +7,20 @@ import (
 
 // Error codes, one per row of the error table in API.md.
 const (
-	EInvalid      = "invalid_argument"
-	EUnauth       = "unauthenticated"
-	EDenied       = "permission_denied"
-	ENotFound     = "not_found"
-	EConflict     = "conflict"
-	ETooLarge     = "too_large"
-	EMediaType    = "unsupported_media_type"
-	ERateLimited  = "rate_limited"
-	EUnavailable  = "unavailable"
-	EStorageFull  = "insufficient_storage"
-	EInternal     = "internal"
-	EMethod       = "method_not_allowed"
+	EInvalid     = "invalid_argument"
+	EUnauth      = "unauthenticated"
+	EDenied      = "permission_denied"
+	ENotFound    = "not_found"
+	EConflict    = "conflict"
+	ETooLarge    = "too_large"
+	EMediaType   = "unsupported_media_type"
+	ERateLimited = "rate_limited"
+	EUnavailable = "unavailable"
+	EStorageFull = "insufficient_storage"
+	EInternal    = "internal"
+	EMethod      = "method_not_allowed"
+	// EReplay is internal: an idempotent write found its answer stored.
+	EReplay       = "idempotent_replay"
 	EUnknownError = EInternal
 )
 

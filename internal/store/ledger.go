@@ -24,8 +24,10 @@ func (db *DB) CreateLedger(ctx context.Context, in *kura.LedgerInput) (*kura.Led
 	var out *kura.Ledger
 	err := db.Update(ctx, func(tx *Tx) error {
 		var err error
-		out, err = tx.InsertLedger(in, db.cfg.DefaultProject)
-		return err
+		if out, err = tx.InsertLedger(in, db.cfg.DefaultProject); err != nil {
+			return err
+		}
+		return tx.Answer(201, out)
 	})
 	return out, err
 }

@@ -155,8 +155,14 @@ func (db *DB) CreateRecord(ctx context.Context, in *kura.RecordInput) (*kura.Rec
 	var out *kura.Record
 	err = db.Update(ctx, func(tx *Tx) error {
 		var err error
-		out, err = tx.InsertRecord(p)
-		return err
+		if out, err = tx.InsertRecord(p); err != nil {
+			return err
+		}
+		status := 201
+		if out.Deduplicated {
+			status = 200
+		}
+		return tx.Answer(status, out)
 	})
 	return out, err
 }
@@ -186,7 +192,7 @@ func (db *DB) CreateRecords(ctx context.Context, ins []kura.RecordInput) ([]kura
 			}
 			out[i] = *r
 		}
-		return nil
+		return tx.Answer(201, out)
 	})
 	if err != nil {
 		return nil, err

@@ -46,6 +46,9 @@ type Config struct {
 	// Linger is how long the writer may hold a batch open for more jobs
 	// when writers are concurrent (0: never).
 	Linger time.Duration
+	// SweepInterval is how often expired turns are closed (and stale
+	// idempotency keys dropped).
+	SweepInterval time.Duration
 }
 
 // CommitHook receives the events of every committed transaction, in seq
@@ -69,8 +72,9 @@ type DB struct {
 	quit   chan struct{}
 	done   chan struct{}
 
-	ckptDone chan struct{}
-	ckptKick chan struct{}
+	ckptDone  chan struct{}
+	ckptKick  chan struct{}
+	sweepDone chan struct{}
 
 	stmts   map[string]*sql.Stmt // prepared on wdb; used only by the writer
 	lastSeq atomic.Int64
@@ -124,6 +128,9 @@ func New(cfg Config) *DB {
 	}
 	if cfg.CheckpointInterval <= 0 {
 		cfg.CheckpointInterval = time.Second
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = time.Second
 	}
 	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1)}
 }
@@ -214,8 +221,10 @@ func (db *DB) Open(ctx context.Context) error {
 	db.quit = make(chan struct{})
 	db.done = make(chan struct{})
 	db.ckptDone = make(chan struct{})
+	db.sweepDone = make(chan struct{})
 	go db.writer()
 	go db.checkpointer()
+	go db.sweeper()
 	return nil
 }
 
@@ -322,6 +331,7 @@ func (db *DB) Close(ctx context.Context) error {
 	db.closed = true
 	db.mu.Unlock()
 	close(db.quit)
+	<-db.sweepDone
 	select {
 	case <-db.done:
 	case <-ctx.Done():
@@ -452,5 +462,36 @@ func (db *DB) checkpointer() {
 			continue
 		}
 		db.walFrames.Store(int64(logFrames - done))
+	}
+}
+
+// sweeper closes turns past their deadline as timeout and, hourly, drops
+// idempotency answers past their retention.
+func (db *DB) sweeper() {
+	defer close(db.sweepDone)
+	t := time.NewTicker(db.cfg.SweepInterval)
+	defer t.Stop()
+	lastExpire := time.Time{}
+	for {
+		select {
+		case <-db.quit:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if n, err := db.CloseExpiredTurns(ctx); err != nil {
+			if !kura.IsCode(err, kura.EUnavailable) {
+				db.log.Warn("closing expired turns", "err", err)
+			}
+		} else if n > 0 {
+			db.log.Info("closed expired turns", "count", n)
+		}
+		if time.Since(lastExpire) > time.Hour {
+			if err := db.expireIdempotency(ctx); err != nil && !kura.IsCode(err, kura.EUnavailable) {
+				db.log.Warn("expiring idempotency keys", "err", err)
+			}
+			lastExpire = time.Now()
+		}
+		cancel()
 	}
 }

@@ -25,6 +25,7 @@ type Tx struct {
 	db     *DB
 	tx     *sql.Tx
 	ctx    context.Context
+	jobCtx context.Context // the caller's context: request-scoped values
 	now    time.Time
 	events []kura.Event
 	bound  map[string]*sql.Stmt // statements bound to tx, shared by the batch
@@ -271,7 +272,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 			results[i] = mapErr(j.ctx.Err())
 			continue
 		}
-		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, now: db.now(), bound: bound}
+		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, jobCtx: j.ctx, now: db.now(), bound: bound}
 		if savepoints {
 			if _, err := tx.Exec(qSavepoint); err != nil {
 				results[i] = mapErr(err)
@@ -379,4 +380,23 @@ func (db *DB) failAll(batch []*job, err error) {
 	for _, j := range batch {
 		j.done <- err
 	}
+}
+
+// AddCommand appends a command event (published on
+// oclaw.v1.{project}.cmd.{target}.{action}) in this transaction.
+func (tx *Tx) AddCommand(project, target, action string, refs map[string]string) error {
+	b := refsJSON(refs)
+	id := uuid.Must(uuid.NewV7()).String()
+	at := tx.NowString()
+	subject := "oclaw.v1." + project + ".cmd." + target + "." + action
+	res, err := tx.Exec(qInsertEvent, id, action, project, subject, string(b), at)
+	if err != nil {
+		return err
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	tx.events = append(tx.events, kura.Event{Seq: seq, ID: id, Type: action, Project: project, Subject: subject, Refs: refs, CreatedAt: at})
+	return nil
 }

@@ -1,0 +1,105 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// MaxIdempotencyKey is the longest Idempotency-Key accepted (API.md).
+const MaxIdempotencyKey = 128
+
+// render is the one encoder of write answers: what a handler sends and what
+// the store keeps for a retry are the same bytes.
+func render(v any) []byte {
+	switch x := v.(type) {
+	case *kura.Record:
+		return append(x.AppendJSON(make([]byte, 0, 320+len(x.Content))), '\n')
+	case []kura.Record: // a batch answer
+		b := []byte(`{"records":[`)
+		for i := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = x[i].AppendJSON(b)
+		}
+		return append(b, ']', '}', '\n')
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // our own answer types always encode
+	}
+	return append(b, '\n')
+}
+
+// answer writes a successful write answer with render.
+func (s *Server) answer(w http.ResponseWriter, status int, v any) {
+	writeBody(w, status, render(v))
+}
+
+// idempotent wraps a write route: a request carrying Idempotency-Key whose
+// answer is stored gets that answer again and writes nothing; otherwise the
+// key rides along to the store, which keeps the answer in the same
+// transaction as the write.
+func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		if key == "" {
+			h(w, r)
+			return
+		}
+		if len(key) > MaxIdempotencyKey {
+			s.writeError(w, r, kura.Invalid("Idempotency-Key", "Idempotency-Key is at most %d characters", MaxIdempotencyKey))
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		if err != nil {
+			s.writeError(w, r, s.jsonError(err))
+			return
+		}
+		sum := sha256.Sum256([]byte(r.Method + " " + r.URL.Path + "\n" + string(body)))
+		fp := hex.EncodeToString(sum[:])
+		if s.replay(w, r, key, fp) {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		ctx := kura.WithIdempotency(r.Context(), &kura.Idempotency{Key: key, Fingerprint: fp, Render: render})
+		h(w, r.WithContext(ctx))
+	}
+}
+
+// replay answers from a stored answer; it reports whether it answered.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, key, fp string) bool {
+	a, err := s.store.LookupIdempotency(r.Context(), key)
+	if err != nil {
+		s.writeError(w, r, err)
+		return true
+	}
+	if a == nil {
+		return false
+	}
+	if a.Fingerprint != fp {
+		s.writeError(w, r, kura.Errorf(kura.EConflict, "this Idempotency-Key was used for a different request").WithDetail("field", "Idempotency-Key"))
+		return true
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	writeBody(w, a.Status, a.Body)
+	return true
+}
+
+// replayAfterRace answers a write that lost the race for its key to a
+// concurrent request with the same key: the winner's answer is stored now.
+func (s *Server) replayAfterRace(w http.ResponseWriter, r *http.Request) bool {
+	a, err := s.store.LookupIdempotency(r.Context(), r.Header.Get("Idempotency-Key"))
+	if err != nil || a == nil {
+		return false
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	writeBody(w, a.Status, a.Body)
+	return true
+}

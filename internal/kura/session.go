@@ -1,0 +1,169 @@
+package kura
+
+// Session is a named chain of ledgers with a moving head, like a branch.
+// HeadLedgerID and HeadHash are null until the first head move.
+type Session struct {
+	ID           string  `json:"id"`
+	Project      string  `json:"project"`
+	Name         string  `json:"name"`
+	Scope        string  `json:"scope"`
+	HeadLedgerID *string `json:"head_ledger_id"`
+	HeadHash     *string `json:"head_hash"`
+	CreatedAt    string  `json:"created_at"`
+	UpdatedAt    string  `json:"updated_at"`
+	OpenTurnID   *string `json:"open_turn_id,omitempty"`
+}
+
+// SessionInput creates a session; FromLedgerID forks from a ledger.
+type SessionInput struct {
+	Project      string `json:"project"`
+	Name         string `json:"name"`
+	Scope        string `json:"scope"`
+	FromLedgerID string `json:"from_ledger_id"`
+}
+
+// Validate checks slugs and ids.
+func (in *SessionInput) Validate() error {
+	if !ValidSlug(in.Project) {
+		return Invalid("project", "project must match ^[a-z0-9][a-z0-9_-]{0,63}$")
+	}
+	if !ValidSlug(in.Name) {
+		return Invalid("name", "name must match ^[a-z0-9][a-z0-9_-]{0,63}$")
+	}
+	if in.Scope != "" && !ValidSlug(in.Scope) {
+		return Invalid("scope", "scope must match ^[a-z0-9][a-z0-9_-]{0,63}$")
+	}
+	if in.FromLedgerID != "" && !ValidID(in.FromLedgerID) {
+		return Invalid("from_ledger_id", "%q is not a lowercase UUID", in.FromLedgerID)
+	}
+	return nil
+}
+
+// ReflogEntry is one head move. From is null for the first move. Signature
+// is kurad's Ed25519 signature over "kura-head-v1\n" + session id + "\n" +
+// seq + "\n" + head hash.
+type ReflogEntry struct {
+	Seq       int64   `json:"seq"`
+	From      *string `json:"from"`
+	To        string  `json:"to"`
+	HeadHash  string  `json:"head_hash"`
+	Reason    string  `json:"reason"`
+	At        string  `json:"at"`
+	Signature string  `json:"signature"`
+}
+
+// HeadMove is a compare-and-swap of a session head.
+type HeadMove struct {
+	LedgerID     string  `json:"ledger_id"`
+	ExpectedHead *string `json:"expected_head"`
+	Reason       string  `json:"reason,omitempty"`
+}
+
+// Turn states.
+const (
+	TurnOpen     = "open"
+	TurnComplete = "complete"
+	TurnFailed   = "failed"
+	TurnTimeout  = "timeout"
+)
+
+// Turn is one agent step on a session: a read-only context ledger in, a
+// write-only output ledger out.
+type Turn struct {
+	ID              string   `json:"id"`
+	SessionID       string   `json:"session_id"`
+	Number          int      `json:"number"`
+	State           string   `json:"state"`
+	ContextLedgerID string   `json:"context_ledger_id"`
+	ContextBundleID *string  `json:"context_bundle_id,omitempty"`
+	OutputLedgerID  *string  `json:"output_ledger_id"`
+	OutputRecordIDs []string `json:"output_record_ids"`
+	Epoch           int64    `json:"epoch"`
+	Worker          *string  `json:"worker"`
+	LeaseExpiresAt  *string  `json:"lease_expires_at"`
+	Dispatch        *string  `json:"dispatch,omitempty"`
+	DeadlineAt      string   `json:"deadline_at"`
+	OpenedAt        string   `json:"opened_at"`
+	ClosedAt        *string  `json:"closed_at"`
+	HeadHash        *string  `json:"head_hash,omitempty"`
+	Extracted       []string `json:"extracted,omitempty"`
+	// ExtractionPending counts memory.fact/memory.decision records waiting
+	// for the memory graph to take them in.
+	ExtractionPending int `json:"extraction_pending,omitempty"`
+}
+
+// RecordRef is a record in a turn request: either a new record (type,
+// content, author_id, metadata) or an existing one by record_id.
+type RecordRef struct {
+	RecordInput
+	RecordID string `json:"record_id,omitempty"`
+}
+
+// TurnOpenInput opens a turn.
+type TurnOpenInput struct {
+	Instruction     *RecordInput   `json:"instruction"`
+	Context         []RecordRef    `json:"context"`
+	Memory          *MemoryRequest `json:"memory"`
+	Dispatch        string         `json:"dispatch"`
+	DeadlineSeconds int            `json:"deadline_seconds"`
+}
+
+// MemoryRequest asks turn open to compile the session's scope into the
+// context (the admission issue builds it).
+type MemoryRequest struct {
+	Query       string `json:"query"`
+	BudgetBytes int    `json:"budget_bytes"`
+}
+
+// TurnClaim claims a turn for a worker.
+type TurnClaim struct {
+	Worker       string `json:"worker"`
+	LeaseSeconds int    `json:"lease_seconds"`
+}
+
+// TurnRenew extends a claim.
+type TurnRenew struct {
+	Epoch        int64 `json:"epoch"`
+	LeaseSeconds int   `json:"lease_seconds"`
+}
+
+// Lease is the answer to claim and renew.
+type Lease struct {
+	TurnID         string `json:"turn_id"`
+	Epoch          int64  `json:"epoch"`
+	Worker         string `json:"worker"`
+	LeaseExpiresAt string `json:"lease_expires_at"`
+}
+
+// TurnAppend appends records to a turn's output.
+type TurnAppend struct {
+	Epoch   *int64      `json:"epoch"`
+	Records []RecordRef `json:"records"`
+}
+
+// TurnClose closes a turn.
+type TurnClose struct {
+	Epoch  *int64 `json:"epoch"`
+	Status string `json:"status"`
+}
+
+// SessionVerification is the answer of a session verify.
+type SessionVerification struct {
+	OK                  bool            `json:"ok"`
+	SessionID           string          `json:"session_id"`
+	HeadLedgerID        *string         `json:"head_ledger_id"`
+	HeadHash            *string         `json:"head_hash"`
+	LedgersChecked      int             `json:"ledgers_checked"`
+	RecordsChecked      int             `json:"records_checked"`
+	ExpectHeadHash      string          `json:"expect_head_hash,omitempty"`
+	ExpectHeadHashFound *bool           `json:"expect_head_hash_found,omitempty"`
+	Problems            []SessionIssue  `json:"problems"`
+	Ledgers             []*Verification `json:"ledgers,omitempty"`
+}
+
+// SessionIssue is one thing a session verify found wrong.
+type SessionIssue struct {
+	LedgerID string `json:"ledger_id,omitempty"`
+	Field    string `json:"field"`
+	Detail   string `json:"detail"`
+}

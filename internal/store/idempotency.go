@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// ErrReplay is returned by a write whose Idempotency-Key was stored by a
+// concurrent request first: the caller answers with the stored answer.
+var ErrReplay = &kura.Error{Code: kura.EReplay, Message: "this Idempotency-Key was answered already"}
+
+var qInsertIdem = wsql("INSERT INTO idempotency(key, fingerprint, status, body, created_at) VALUES(?,?,?,?,?) ON CONFLICT(key) DO NOTHING")
+
+// Answer records the answer of the job's write when the request carries an
+// Idempotency-Key. Every write method calls it once, with the status and
+// value its handler answers with.
+func (tx *Tx) Answer(status int, v any) error {
+	idem := kura.IdempotencyFrom(tx.jobCtx)
+	if idem == nil {
+		return nil
+	}
+	res, err := tx.Exec(qInsertIdem, idem.Key, idem.Fingerprint, status, idem.Render(v), tx.NowString())
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrReplay
+	}
+	return nil
+}
+
+// LookupIdempotency returns the stored answer for key, or nil.
+func (db *DB) LookupIdempotency(ctx context.Context, key string) (*kura.StoredAnswer, error) {
+	var a kura.StoredAnswer
+	err := db.rdb.QueryRowContext(ctx, "SELECT fingerprint, status, body FROM idempotency WHERE key = ?", key).Scan(&a.Fingerprint, &a.Status, &a.Body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return &a, nil
+}
+
+// IdempotencyRetention is how long stored answers are kept (at least the
+// 24 hours API.md promises).
+const IdempotencyRetention = 48 * 3600
+
+func (db *DB) expireIdempotency(ctx context.Context) error {
+	cutoff := kura.FormatTime(db.now().Add(-IdempotencyRetention * 1e9))
+	return db.Update(ctx, func(tx *Tx) error {
+		_, err := tx.Exec("DELETE FROM idempotency WHERE created_at < ?", cutoff)
+		return err
+	})
+}

@@ -1,0 +1,651 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// Turn limits.
+const (
+	MaxTurnRecords      = 1000
+	MaxDeadlineSeconds  = 7 * 24 * 3600
+	MaxLeaseSeconds     = 24 * 3600
+	DefaultLeaseSeconds = 60
+)
+
+const turnCols = "id, session_id, number, state, context_ledger_id, output_ledger_id, context_bundle_id, epoch, worker, lease_expires_at, dispatch, deadline_at, opened_at, closed_at"
+
+func scanTurn(row rowScanner) (*kura.Turn, error) {
+	var t kura.Turn
+	var out, bundle, worker, lease, dispatch, closed sql.NullString
+	if err := row.Scan(&t.ID, &t.SessionID, &t.Number, &t.State, &t.ContextLedgerID, &out, &bundle, &t.Epoch, &worker, &lease, &dispatch, &t.DeadlineAt, &t.OpenedAt, &closed); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, kura.Errorf(kura.ENotFound, "turn not found")
+		}
+		return nil, err
+	}
+	str := func(n sql.NullString) *string {
+		if n.Valid {
+			return &n.String
+		}
+		return nil
+	}
+	t.OutputLedgerID, t.ContextBundleID, t.Worker, t.LeaseExpiresAt, t.Dispatch, t.ClosedAt = str(out), str(bundle), str(worker), str(lease), str(dispatch), str(closed)
+	return &t, nil
+}
+
+var (
+	qTurnByID     = wsql("SELECT " + turnCols + " FROM turns WHERE id = ?")
+	qTurnOutput   = wsql("SELECT record_id FROM turn_output WHERE turn_id = ? ORDER BY pos")
+	qInsertOutput = wsql("INSERT INTO turn_output(turn_id, pos, record_id) VALUES(?,?,?)")
+	qRecordType   = wsql("SELECT type FROM records WHERE id = ?")
+)
+
+// turn reads a turn and its output so far inside a write transaction.
+func (tx *Tx) turn(id string) (*kura.Turn, error) {
+	t, err := scanTurn(tx.QueryRow(qTurnByID, id))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(qTurnOutput, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	t.OutputRecordIDs = []string{}
+	for rows.Next() {
+		var rid string
+		if err := rows.Scan(&rid); err != nil {
+			return nil, err
+		}
+		t.OutputRecordIDs = append(t.OutputRecordIDs, rid)
+	}
+	return t, rows.Err()
+}
+
+// GetTurn reads a turn with its output record ids so far.
+func (db *DB) GetTurn(ctx context.Context, id string) (*kura.Turn, error) {
+	if !kura.ValidID(id) {
+		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
+	}
+	t, err := scanTurn(db.rdb.QueryRowContext(ctx, "SELECT "+turnCols+" FROM turns WHERE id = ?", id))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	rows, err := db.rdb.QueryContext(ctx, "SELECT record_id FROM turn_output WHERE turn_id = ? ORDER BY pos", id)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	t.OutputRecordIDs = []string{}
+	for rows.Next() {
+		var rid string
+		if err := rows.Scan(&rid); err != nil {
+			return nil, mapErr(err)
+		}
+		t.OutputRecordIDs = append(t.OutputRecordIDs, rid)
+	}
+	return t, mapErr(rows.Err())
+}
+
+// ListTurns lists turns oldest first, by session and state.
+func (db *DB) ListTurns(ctx context.Context, sessionID, state, after string, limit int) ([]kura.Turn, string, error) {
+	q := "SELECT " + turnCols + " FROM turns WHERE id > ?"
+	args := []any{after}
+	if sessionID != "" {
+		q += " AND session_id = ?"
+		args = append(args, sessionID)
+	}
+	if state != "" {
+		q += " AND state = ?"
+		args = append(args, state)
+	}
+	q += " ORDER BY id LIMIT ?"
+	args = append(args, limit+1)
+	rows, err := db.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	defer rows.Close()
+	out := []kura.Turn{}
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			return nil, "", mapErr(err)
+		}
+		out = append(out, *t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", mapErr(err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].ID
+	}
+	return out, next, nil
+}
+
+// preparedRef is a record of a turn request: new (prepared) or existing.
+type preparedRef struct {
+	rec *PreparedRecord
+	id  string
+}
+
+func (db *DB) prepareRefs(refs []kura.RecordRef, field, project string) ([]preparedRef, error) {
+	out := make([]preparedRef, len(refs))
+	for i := range refs {
+		f := fmt.Sprintf("%s[%d].", field, i)
+		if refs[i].RecordID != "" {
+			if refs[i].Type != "" || len(refs[i].Content) > 0 || refs[i].AuthorID != "" || refs[i].Metadata != nil {
+				return nil, kura.Invalid(f+"record_id", "give either record_id or a new record (type, content, author_id), not both")
+			}
+			if !kura.ValidID(refs[i].RecordID) {
+				return nil, kura.Invalid(f+"record_id", "%q is not a lowercase UUID", refs[i].RecordID)
+			}
+			out[i].id = refs[i].RecordID
+			continue
+		}
+		p, err := db.PrepareRecord(&refs[i].RecordInput, f)
+		if err != nil {
+			return nil, err
+		}
+		p.Project = project
+		out[i].rec = p
+	}
+	return out, nil
+}
+
+// resolve writes new records and checks existing ones, returning ids and
+// types in order; missing ids are a 400 naming them.
+func (tx *Tx) resolve(refs []preparedRef) ([]string, []string, error) {
+	ids := make([]string, len(refs))
+	types := make([]string, len(refs))
+	var missing []string
+	for i, r := range refs {
+		if r.rec != nil {
+			rec, err := tx.InsertRecord(r.rec)
+			if err != nil {
+				return nil, nil, err
+			}
+			ids[i], types[i] = rec.ID, rec.Type
+			continue
+		}
+		if err := tx.QueryRow(qRecordType, r.id).Scan(&types[i]); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				missing = append(missing, r.id)
+				continue
+			}
+			return nil, nil, err
+		}
+		ids[i] = r.id
+	}
+	if len(missing) > 0 {
+		return nil, nil, kura.Errorf(kura.EInvalid, "%d record(s) do not exist", len(missing)).WithDetail("missing", missing)
+	}
+	return ids, types, nil
+}
+
+// OpenTurn opens a turn on a session: it writes the instruction and context
+// records, builds the context ledger (instruction, context, the previous
+// output's task.deliverable records; parent = the previous head), moves
+// the head to it, all in one transaction.
+func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenInput, defaultDeadline time.Duration) (*kura.Turn, error) {
+	if !kura.ValidID(sessionID) {
+		return nil, kura.Invalid("id", "%q is not a lowercase UUID", sessionID)
+	}
+	if in.Instruction == nil {
+		return nil, kura.Invalid("instruction", "instruction is required (a task.instruction record)")
+	}
+	if in.Instruction.Type == "" {
+		in.Instruction.Type = "task.instruction"
+	}
+	if in.Instruction.Type != "task.instruction" {
+		return nil, kura.Invalid("instruction.type", "the instruction is a task.instruction record, not %q", in.Instruction.Type)
+	}
+	if in.Memory != nil {
+		return nil, kura.Invalid("memory", "compiling memory into a turn's context is not available in this kurad yet")
+	}
+	if in.Dispatch != "" && !kura.ValidSlug(in.Dispatch) {
+		return nil, kura.Invalid("dispatch", "dispatch must be a slug (the target in oclaw.v1.{project}.cmd.{target}.dispatch)")
+	}
+	if in.DeadlineSeconds < 0 || in.DeadlineSeconds > MaxDeadlineSeconds {
+		return nil, kura.Invalid("deadline_seconds", "deadline_seconds must be 1..%d", MaxDeadlineSeconds)
+	}
+	if len(in.Context) > MaxTurnRecords {
+		return nil, kura.Invalid("context", "at most %d context records", MaxTurnRecords)
+	}
+	deadline := defaultDeadline
+	if in.DeadlineSeconds > 0 {
+		deadline = time.Duration(in.DeadlineSeconds) * time.Second
+	}
+	instr, err := db.PrepareRecord(in.Instruction, "instruction.")
+	if err != nil {
+		return nil, err
+	}
+	var out *kura.Turn
+	err = db.Update(ctx, func(tx *Tx) error {
+		s, err := tx.session(sessionID)
+		if err != nil {
+			return err
+		}
+		if s.OpenTurnID != nil {
+			return kura.Errorf(kura.EConflict, "turn %s is already open on this session", *s.OpenTurnID).WithDetail("turn_id", *s.OpenTurnID)
+		}
+		instr.Project = s.Project
+		refs, err := db.prepareRefs(in.Context, "context", s.Project)
+		if err != nil {
+			return err
+		}
+		instrRec, err := tx.InsertRecord(instr)
+		if err != nil {
+			return err
+		}
+		ctxIDs, _, err := tx.resolve(refs)
+		if err != nil {
+			return err
+		}
+		recordIDs := append([]string{instrRec.ID}, ctxIDs...)
+		var parents []string
+		if s.HeadLedgerID != nil {
+			parents = []string{*s.HeadLedgerID}
+			prev, err := tx.deliverables(*s.HeadLedgerID)
+			if err != nil {
+				return err
+			}
+			recordIDs = append(recordIDs, prev...)
+		}
+		var number int
+		if err := tx.QueryRow("UPDATE sessions SET turn_count = turn_count + 1 WHERE id = ? RETURNING turn_count", s.ID).Scan(&number); err != nil {
+			return err
+		}
+		l, err := tx.InsertLedger(&kura.LedgerInput{Label: fmt.Sprintf("%s-turn-%d-ctx", s.Name, number), ParentIDs: parents, RecordIDs: recordIDs}, s.Project)
+		if err != nil {
+			return err
+		}
+		id := uuid.Must(uuid.NewV7()).String()
+		if _, err := tx.moveHead(s.ID, s.Project, s.HeadLedgerID, l.ID, "turn "+id+" opened"); err != nil {
+			return err
+		}
+		var dispatch any
+		if in.Dispatch != "" {
+			dispatch = in.Dispatch
+		}
+		now := tx.Now()
+		if _, err := tx.Exec("INSERT INTO turns(id, session_id, number, state, context_ledger_id, dispatch, deadline_at, opened_at) VALUES(?,?,?,?,?,?,?,?)",
+			id, s.ID, number, kura.TurnOpen, l.ID, dispatch, kura.FormatTime(now.Add(deadline)), kura.FormatTime(now)); err != nil {
+			return err
+		}
+		if err := tx.AddEvent("turn.opened", s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "context_ledger_id": l.ID}); err != nil {
+			return err
+		}
+		if in.Dispatch != "" {
+			if err := tx.AddCommand(s.Project, in.Dispatch, "dispatch", map[string]string{"turn_id": id, "context_ledger_id": l.ID}); err != nil {
+				return err
+			}
+		}
+		if out, err = tx.turn(id); err != nil {
+			return err
+		}
+		return tx.Answer(201, out)
+	})
+	return out, err
+}
+
+// deliverables returns the task.deliverable records of a ledger, in order.
+func (tx *Tx) deliverables(ledgerID string) ([]string, error) {
+	rows, err := tx.Query("SELECT lr.record_id FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND r.type = 'task.deliverable' ORDER BY lr.pos", ledgerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// openTurnForWrite loads a turn that must be open and fenced by epoch: a
+// claimed turn takes writes only with its current epoch.
+func (tx *Tx) openTurnForWrite(id string, epoch *int64) (*kura.Turn, *kura.Session, error) {
+	t, err := tx.turn(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.State != kura.TurnOpen {
+		return nil, nil, kura.Errorf(kura.EConflict, "turn %s is %s, not open", id, t.State).WithDetail("state", t.State)
+	}
+	if err := checkEpoch(t, epoch); err != nil {
+		return nil, nil, err
+	}
+	s, err := tx.session(t.SessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, s, nil
+}
+
+func checkEpoch(t *kura.Turn, epoch *int64) error {
+	switch {
+	case t.Epoch == 0 && (epoch == nil || *epoch == 0):
+		return nil
+	case epoch != nil && *epoch == t.Epoch:
+		return nil
+	case epoch == nil:
+		return kura.Errorf(kura.EConflict, "turn %s is claimed (epoch %d): writes must carry its epoch", t.ID, t.Epoch).WithDetail("epoch", t.Epoch)
+	}
+	return kura.Errorf(kura.EConflict, "stale epoch %d: turn %s is at epoch %d", *epoch, t.ID, t.Epoch).WithDetail("epoch", t.Epoch)
+}
+
+// ClaimTurn gives a worker the turn for lease seconds and bumps its epoch;
+// a turn whose lease has not expired cannot be claimed.
+func (db *DB) ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim) (*kura.Lease, error) {
+	if !kura.ValidID(id) {
+		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
+	}
+	if !kura.ValidAuthorID(in.Worker) {
+		return nil, kura.Invalid("worker", "worker must be an identity like agent:hashi")
+	}
+	lease, err := leaseDuration(in.LeaseSeconds)
+	if err != nil {
+		return nil, err
+	}
+	var out *kura.Lease
+	err = db.Update(ctx, func(tx *Tx) error {
+		t, err := tx.turn(id)
+		if err != nil {
+			return err
+		}
+		if t.State != kura.TurnOpen {
+			return kura.Errorf(kura.EConflict, "turn %s is %s, not open", id, t.State).WithDetail("state", t.State)
+		}
+		now := tx.Now()
+		if t.LeaseExpiresAt != nil && *t.LeaseExpiresAt > kura.FormatTime(now) {
+			e := kura.Errorf(kura.EConflict, "turn %s is claimed by %s until %s", id, deref(t.Worker), *t.LeaseExpiresAt)
+			e.Details = map[string]any{"worker": t.Worker, "lease_expires_at": t.LeaseExpiresAt, "epoch": t.Epoch}
+			return e
+		}
+		out = &kura.Lease{TurnID: id, Epoch: t.Epoch + 1, Worker: in.Worker, LeaseExpiresAt: kura.FormatTime(now.Add(lease))}
+		if _, err := tx.Exec("UPDATE turns SET epoch = ?, worker = ?, lease_expires_at = ? WHERE id = ?", out.Epoch, out.Worker, out.LeaseExpiresAt, id); err != nil {
+			return err
+		}
+		s, err := tx.session(t.SessionID)
+		if err != nil {
+			return err
+		}
+		if err := tx.AddEvent("turn.claimed", s.Project, map[string]string{"turn_id": id, "session_id": s.ID}); err != nil {
+			return err
+		}
+		return tx.Answer(200, out)
+	})
+	return out, err
+}
+
+// RenewTurn extends the lease of the current claim.
+func (db *DB) RenewTurn(ctx context.Context, id string, in *kura.TurnRenew) (*kura.Lease, error) {
+	if !kura.ValidID(id) {
+		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
+	}
+	lease, err := leaseDuration(in.LeaseSeconds)
+	if err != nil {
+		return nil, err
+	}
+	var out *kura.Lease
+	err = db.Update(ctx, func(tx *Tx) error {
+		t, err := tx.turn(id)
+		if err != nil {
+			return err
+		}
+		if t.State != kura.TurnOpen {
+			return kura.Errorf(kura.EConflict, "turn %s is %s, not open", id, t.State).WithDetail("state", t.State)
+		}
+		if t.Epoch == 0 {
+			return kura.Errorf(kura.EConflict, "turn %s is not claimed", id)
+		}
+		if err := checkEpoch(t, &in.Epoch); err != nil {
+			return err
+		}
+		out = &kura.Lease{TurnID: id, Epoch: t.Epoch, Worker: deref(t.Worker), LeaseExpiresAt: kura.FormatTime(tx.Now().Add(lease))}
+		if _, err := tx.Exec("UPDATE turns SET lease_expires_at = ? WHERE id = ?", out.LeaseExpiresAt, id); err != nil {
+			return err
+		}
+		return tx.Answer(200, out)
+	})
+	return out, err
+}
+
+func leaseDuration(seconds int) (time.Duration, error) {
+	if seconds == 0 {
+		seconds = DefaultLeaseSeconds
+	}
+	if seconds < 1 || seconds > MaxLeaseSeconds {
+		return 0, kura.Invalid("lease_seconds", "lease_seconds must be 1..%d", MaxLeaseSeconds)
+	}
+	return time.Duration(seconds) * time.Second, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// AppendTurn appends records to an open turn's output, in order. A turn's
+// output holds at most one task.deliverable.
+func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend) (*kura.TurnAppendResult, error) {
+	if !kura.ValidID(id) {
+		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
+	}
+	if len(in.Records) == 0 {
+		return nil, kura.Invalid("records", "records must hold at least one record")
+	}
+	if len(in.Records) > MaxTurnRecords {
+		return nil, kura.Invalid("records", "at most %d records per append", MaxTurnRecords)
+	}
+	// Project is set inside the transaction, once the session is known.
+	refs, err := db.prepareRefs(in.Records, "records", db.cfg.DefaultProject)
+	if err != nil {
+		return nil, err
+	}
+	var out *kura.TurnAppendResult
+	err = db.Update(ctx, func(tx *Tx) error {
+		t, s, err := tx.openTurnForWrite(id, in.Epoch)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			if r.rec != nil {
+				r.rec.Project = s.Project
+			}
+		}
+		ids, types, err := tx.resolve(refs)
+		if err != nil {
+			return err
+		}
+		have := 0
+		for _, rid := range t.OutputRecordIDs {
+			var typ string
+			if err := tx.QueryRow(qRecordType, rid).Scan(&typ); err != nil {
+				return err
+			}
+			if typ == "task.deliverable" {
+				have++
+			}
+		}
+		for _, typ := range types {
+			if typ == "task.deliverable" {
+				have++
+			}
+		}
+		if have > 1 {
+			return kura.Errorf(kura.EConflict, "a turn's output holds exactly one task.deliverable")
+		}
+		base := len(t.OutputRecordIDs)
+		for i, rid := range ids {
+			if _, err := tx.Exec(qInsertOutput, id, base+i, rid); err != nil {
+				return err
+			}
+		}
+		out = &kura.TurnAppendResult{TurnID: id, OutputRecordIDs: append(t.OutputRecordIDs, ids...), Records: make([]kura.Record, len(ids))}
+		for i, rid := range ids {
+			r, err := scanRecord(tx.QueryRow("SELECT "+recordCols+" FROM records WHERE id = ?", rid))
+			if err != nil {
+				return err
+			}
+			out.Records[i] = *r
+		}
+		return tx.Answer(200, out)
+	})
+	return out, err
+}
+
+// CloseTurn seals a turn's output ledger (parent = the context ledger),
+// adds a task.deliverable recording the status when the output has none,
+// moves the head to the output, and queues its memory.fact/memory.decision
+// records for extraction; one transaction, one turn.complete event.
+func (db *DB) CloseTurn(ctx context.Context, id string, in *kura.TurnClose) (*kura.Turn, error) {
+	if !kura.ValidID(id) {
+		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
+	}
+	switch in.Status {
+	case kura.TurnComplete, kura.TurnFailed:
+	case "":
+		in.Status = kura.TurnComplete
+	default:
+		return nil, kura.Invalid("status", "status must be complete or failed")
+	}
+	var out *kura.Turn
+	err := db.Update(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.closeTurn(id, in.Epoch, in.Status, "")
+		if err != nil {
+			return err
+		}
+		return tx.Answer(200, out)
+	})
+	return out, err
+}
+
+func (tx *Tx) closeTurn(id string, epoch *int64, status, why string) (*kura.Turn, error) {
+	t, s, err := tx.openTurnForWrite(id, epoch)
+	if err != nil {
+		return nil, err
+	}
+	output := t.OutputRecordIDs
+	var extract [][2]string
+	hasDeliverable := false
+	for _, rid := range output {
+		var typ string
+		if err := tx.QueryRow(qRecordType, rid).Scan(&typ); err != nil {
+			return nil, err
+		}
+		switch typ {
+		case "task.deliverable":
+			hasDeliverable = true
+		case "memory.fact":
+			extract = append(extract, [2]string{rid, "fact"})
+		case "memory.decision":
+			extract = append(extract, [2]string{rid, "decision"})
+		}
+	}
+	if !hasDeliverable {
+		if why == "" {
+			why = "closed without a deliverable"
+		}
+		content, _ := json.Marshal(map[string]string{"status": status, "turn_id": id, "reason": why})
+		p, err := tx.db.PrepareRecord(&kura.RecordInput{Type: "task.deliverable", Content: content, AuthorID: "sys:kurad"}, "")
+		if err != nil {
+			return nil, err
+		}
+		p.Project = s.Project
+		r, err := tx.InsertRecord(p)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.Exec(qInsertOutput, id, len(output), r.ID); err != nil {
+			return nil, err
+		}
+		output = append(output, r.ID)
+	}
+	l, err := tx.InsertLedger(&kura.LedgerInput{Label: fmt.Sprintf("%s-turn-%d-out", s.Name, t.Number), ParentIDs: []string{t.ContextLedgerID}, RecordIDs: output}, s.Project)
+	if err != nil {
+		return nil, err
+	}
+	headHash, err := tx.moveHead(s.ID, s.Project, s.HeadLedgerID, l.ID, "turn "+id+" "+status)
+	if err != nil {
+		return nil, err
+	}
+	now := tx.NowString()
+	if _, err := tx.Exec("UPDATE turns SET state = ?, output_ledger_id = ?, closed_at = ?, lease_expires_at = NULL WHERE id = ?", status, l.ID, now, id); err != nil {
+		return nil, err
+	}
+	for _, e := range extract {
+		if _, err := tx.Exec("INSERT INTO pending_extractions(turn_id, record_id, scope, kind, created_at) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING", id, e[0], s.Scope, e[1], now); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.AddEvent("turn.complete", s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "output_ledger_id": l.ID, "head_hash": headHash}); err != nil {
+		return nil, err
+	}
+	t, err = tx.turn(id)
+	if err != nil {
+		return nil, err
+	}
+	t.HeadHash = &headHash
+	t.Extracted = []string{}
+	t.ExtractionPending = len(extract)
+	return t, nil
+}
+
+// CloseExpiredTurns closes every open turn past its deadline as timeout.
+// It returns how many it closed.
+func (db *DB) CloseExpiredTurns(ctx context.Context) (int, error) {
+	now := kura.FormatTime(db.now())
+	rows, err := db.rdb.QueryContext(ctx, "SELECT id FROM turns WHERE state = 'open' AND deadline_at <= ? ORDER BY deadline_at LIMIT 100", now)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, mapErr(err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	closed := 0
+	for _, id := range ids {
+		err := db.Update(ctx, func(tx *Tx) error {
+			t, err := tx.turn(id)
+			if err != nil {
+				return err
+			}
+			if t.State != kura.TurnOpen || t.DeadlineAt > tx.NowString() {
+				return nil // closed or extended meanwhile
+			}
+			e := t.Epoch
+			_, err = tx.closeTurn(id, &e, kura.TurnTimeout, "deadline "+t.DeadlineAt+" passed")
+			return err
+		})
+		if err != nil {
+			return closed, err
+		}
+		closed++
+	}
+	return closed, nil
+}
