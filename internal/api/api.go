@@ -53,6 +53,7 @@ type Store interface {
 	CloseTurn(ctx context.Context, id string, in *kura.TurnClose) (*kura.Turn, error)
 	GetTurn(ctx context.Context, id string) (*kura.Turn, error)
 	ListTurns(ctx context.Context, sessionID, state, after string, limit int) ([]kura.Turn, string, error)
+	Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportResult, error)
 	LastEventSeq() int64
 	Counts() map[string]int64
 	PublicKey() ed25519.PublicKey
@@ -115,6 +116,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 		s.registerLedgerRoutes(r)
 		s.registerSessionRoutes(r)
 		s.registerTurnRoutes(r)
+		r.Post("/admin/import", s.idempotent(s.handleImport))
 	})
 	s.router = r
 	return s

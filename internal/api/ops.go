@@ -59,3 +59,19 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	s.writeJSON(w, http.StatusOK, info)
 }
+
+// handleImport loads an export (kura import): records, ledgers and
+// sessions with their original ids and times, hashes recomputed.
+func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
+	var in kura.ImportInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.store.Import(r.Context(), &in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, http.StatusOK, res)
+}

@@ -167,3 +167,19 @@ type SessionIssue struct {
 	Field    string `json:"field"`
 	Detail   string `json:"detail"`
 }
+
+// ImportInput is an export loaded back: full records, ledgers (parents
+// before children) and sessions, with their original ids and times.
+type ImportInput struct {
+	Records  []Record  `json:"records"`
+	Ledgers  []Ledger  `json:"ledgers"`
+	Sessions []Session `json:"sessions"`
+}
+
+// ImportResult counts what an import wrote and what it found present.
+type ImportResult struct {
+	Records  int `json:"records"`
+	Ledgers  int `json:"ledgers"`
+	Sessions int `json:"sessions"`
+	Skipped  int `json:"skipped"`
+}
