@@ -364,3 +364,54 @@ func TestKurad_SystemdNotify(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, p.log)
 	}
 }
+
+// TestKurad_IdempotencySurvivesRestart retries a turn open with the same
+// Idempotency-Key after kurad was stopped and started again: the first
+// answer comes back and nothing is written twice.
+func TestKurad_IdempotencySurvivesRestart(t *testing.T) {
+	dataDir := t.TempDir()
+	p := startKurad(t, dataDir)
+	post := func(base, path, key, body string) (int, string) {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	st, body := post(p.base, "/v1/sessions", "", `{"project":"hashi","name":"restart"}`)
+	if st != 201 {
+		t.Fatalf("session: %d %s", st, body)
+	}
+	var s struct{ ID string }
+	json.Unmarshal([]byte(body), &s)
+	open := `{"instruction":{"content":"only once","author_id":"user:oles"}}`
+	st1, first := post(p.base, "/v1/sessions/"+s.ID+"/turns", "open-1", open)
+	if st1 != 201 {
+		t.Fatalf("open: %d %s", st1, first)
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t, 10*time.Second)
+
+	p2 := startKurad(t, dataDir)
+	st2, again := post(p2.base, "/v1/sessions/"+s.ID+"/turns", "open-1", open)
+	if st2 != st1 || again != first {
+		t.Fatalf("retry after restart: %d %s, want %d %s", st2, again, st1, first)
+	}
+	resp, err := http.Get(p2.base + "/v1/turns?session_id=" + s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Turns []json.RawMessage }
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list.Turns) != 1 {
+		t.Fatalf("turns after the retry: %d, want 1", len(list.Turns))
+	}
+}
