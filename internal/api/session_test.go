@@ -449,3 +449,39 @@ func TestImport_ReproducesHashes(t *testing.T) {
 		t.Fatalf("second import: %+v", again)
 	}
 }
+
+// FuzzSessionAndTurnBodies posts arbitrary bodies at the session and turn
+// routes of a real kurad: always a documented status with the error body,
+// never a 500.
+func FuzzSessionAndTurnBodies(f *testing.F) {
+	for _, s := range []string{
+		`{"project":"p","name":"n"}`, `{"project":"p","name":"n","from_ledger_id":"01a1fdca-0000-7000-8000-000000000000"}`,
+		`{"ledger_id":"01a1fdca-0000-7000-8000-000000000000","expected_head":null}`,
+		`{"instruction":{"content":"x","author_id":"user:a"},"context":[{"record_id":"01a1fdca-0000-7000-8000-000000000000"}],"deadline_seconds":5}`,
+		`{"worker":"agent:w","lease_seconds":5}`, `{"epoch":1,"records":[{"type":"task.deliverable","content":1,"author_id":"agent:w"}]}`,
+		`{"status":"failed"}`, `{"epoch":-1}`, `{"instruction":null}`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	c := &apiClient{tb: f, base: kuradtest.Start(f)}
+	_, m, _ := c.post("/v1/sessions", `{"project":"fuzz","name":"base"}`)
+	sid := m["id"].(string)
+	_, m, _ = c.post("/v1/sessions/"+sid+"/turns", `{"instruction":{"content":"fuzz","author_id":"user:f"},"deadline_seconds":604800}`)
+	tid := m["id"].(string)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c.tb = t
+		for _, path := range []string{"/v1/sessions", "/v1/sessions/" + sid + "/head", "/v1/sessions/" + sid + "/turns",
+			"/v1/turns/" + tid + "/claim", "/v1/turns/" + tid + "/renew", "/v1/turns/" + tid + "/records"} {
+			st, m, raw := c.do("POST", path, "application/json", body)
+			switch st {
+			case 200, 201:
+			case 400, 409, 413:
+				if e, ok := m["error"].(map[string]any); !ok || e["code"] == nil || e["message"] == nil {
+					t.Fatalf("%s: error body malformed: %s", path, raw)
+				}
+			default:
+				t.Fatalf("%s: status %d for %q: %s", path, st, body, raw)
+			}
+		}
+	})
+}
