@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kura-memory/kura/internal/kura"
 )
@@ -67,7 +68,10 @@ func (c *Client) BaseURL() string { return c.base }
 
 type ctxKey int
 
-const keyRawResponse ctxKey = 0
+const (
+	keyRawResponse ctxKey = iota
+	keyIdempotency
+)
 
 // WithRawResponse returns a context that makes every successful call made
 // with it copy the server's answer body, byte for byte, into dst (the last
@@ -75,6 +79,19 @@ const keyRawResponse ctxKey = 0
 // package does not know about included.
 func WithRawResponse(ctx context.Context, dst *json.RawMessage) context.Context {
 	return context.WithValue(ctx, keyRawResponse, dst)
+}
+
+// MaxIdempotencyKey is the longest Idempotency-Key kurad accepts.
+const MaxIdempotencyKey = 128
+
+// WithIdempotencyKey returns a context that makes every write (POST) made
+// with it carry "Idempotency-Key: key". kurad answers a key it has already
+// applied with the first answer, same status and body, and writes nothing,
+// so a caller that did not hear back can send the same call again. Use one
+// key per logical write: two different writes sent with the same key get
+// the first one's answer. An empty key sends no header.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, keyIdempotency, key)
 }
 
 // do sends one request and decodes a 2xx answer into out (unless out is
@@ -108,6 +125,15 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	// Reads are safe to repeat anyway; only writes carry the key.
+	if key, _ := ctx.Value(keyIdempotency).(string); key != "" && method != http.MethodGet && method != http.MethodHead {
+		// Checked here too so that a key kurad would refuse fails before
+		// anything is sent; kurad stays the judge of everything else.
+		if n := utf8.RuneCountInString(key); n > MaxIdempotencyKey {
+			return kura.Invalid("Idempotency-Key", "%s: idempotency key has %d characters, at most %d allowed", op, n, MaxIdempotencyKey)
+		}
+		req.Header.Set("Idempotency-Key", key)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

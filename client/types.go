@@ -21,10 +21,57 @@ type (
 	Diff = kura.Diff
 	// Proof is an RFC 6962 inclusion proof of a record in a ledger.
 	Proof = kura.Proof
+	// Session is a named chain of ledgers with a moving head, like a branch.
+	Session = kura.Session
+	// SessionInput is what a caller sends to create (or fork) a session.
+	SessionInput = kura.SessionInput
+	// ReflogEntry is one move of a session head.
+	ReflogEntry = kura.ReflogEntry
+	// HeadMove is a compare-and-swap of a session head.
+	HeadMove = kura.HeadMove
+	// SessionVerification is the answer of a session verify.
+	SessionVerification = kura.SessionVerification
+	// SessionIssue is one thing a session verify found wrong.
+	SessionIssue = kura.SessionIssue
+	// Turn is one agent step on a session: a context ledger in, an output
+	// ledger out.
+	Turn = kura.Turn
+	// RecordRef is a record in a turn request: a new record or an existing
+	// one by RecordID.
+	RecordRef = kura.RecordRef
+	// TurnOpenInput opens a turn.
+	TurnOpenInput = kura.TurnOpenInput
+	// MemoryRequest asks turn open to compile memory into the context.
+	MemoryRequest = kura.MemoryRequest
+	// TurnClaim claims a turn for a worker.
+	TurnClaim = kura.TurnClaim
+	// TurnRenew extends a claim.
+	TurnRenew = kura.TurnRenew
+	// Lease is the answer to claim and renew.
+	Lease = kura.Lease
+	// TurnAppend appends records to a turn's output.
+	TurnAppend = kura.TurnAppend
+	// TurnClose closes a turn.
+	TurnClose = kura.TurnClose
+	// TurnAppendResult is the answer to an append: the records appended by
+	// the call, in order, and every output record id of the turn so far.
+	TurnAppendResult = kura.TurnAppendResult
+	// ImportInput carries complete exported objects for Import.
+	ImportInput = kura.ImportInput
+	// ImportResult counts what an import created and what it skipped.
+	ImportResult = kura.ImportResult
 	// Info is the answer of GET /v1/info.
 	Info = kura.Info
 	// Error is what every non-2xx answer is decoded into.
 	Error = kura.Error
+)
+
+// Turn states.
+const (
+	TurnOpen     = kura.TurnOpen
+	TurnComplete = kura.TurnComplete
+	TurnFailed   = kura.TurnFailed
+	TurnTimeout  = kura.TurnTimeout
 )
 
 // Error codes a *Error can carry (the error table of the API contract),

@@ -177,9 +177,9 @@ func VerifyLedgerSignature(l *Ledger, publicKey string) error {
 	if l == nil {
 		return errors.New("verify ledger signature: nil ledger")
 	}
-	pk, err := hex.DecodeString(strings.TrimPrefix(publicKey, "ed25519:"))
-	if err != nil || !strings.HasPrefix(publicKey, "ed25519:") || len(pk) != ed25519.PublicKeySize {
-		return fmt.Errorf("verify ledger signature: public key %q is not ed25519:<64 hex digits>", publicKey)
+	pk, err := parsePublicKey(publicKey)
+	if err != nil {
+		return fmt.Errorf("verify ledger signature: %w", err)
 	}
 	if l.Signature == "" {
 		return fmt.Errorf("verify ledger signature: ledger %s is not signed", l.ID)
@@ -190,6 +190,42 @@ func VerifyLedgerSignature(l *Ledger, publicKey string) error {
 	}
 	if !ed25519.Verify(pk, kurahash.LedgerSigningMessage(l.Hash), sig) {
 		return &VerificationError{What: "ledger " + l.ID, Mismatches: []Mismatch{{Field: "signature", Stored: l.Signature, Computed: "does not verify"}}}
+	}
+	return nil
+}
+
+// parsePublicKey decodes a public key as /v1/info publishes it.
+func parsePublicKey(publicKey string) (ed25519.PublicKey, error) {
+	pk, err := hex.DecodeString(strings.TrimPrefix(publicKey, "ed25519:"))
+	if err != nil || !strings.HasPrefix(publicKey, "ed25519:") || len(pk) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("public key %q is not ed25519:<64 hex digits>", publicKey)
+	}
+	return pk, nil
+}
+
+// VerifyHeadSignature checks the signature of one head move of a session,
+// the hex Ed25519 signature kurad makes over
+// kurahash.HeadSigningMessage(sessionID, e.Seq, e.HeadHash), against
+// publicKey as /v1/info publishes it ("ed25519:<hex>"). It proves that the
+// key's holder moved the head to a ledger with that hash.
+func VerifyHeadSignature(sessionID string, e *ReflogEntry, publicKey string) error {
+	if e == nil {
+		return errors.New("verify head signature: nil reflog entry")
+	}
+	pk, err := parsePublicKey(publicKey)
+	if err != nil {
+		return fmt.Errorf("verify head signature: %w", err)
+	}
+	what := fmt.Sprintf("head move %d of session %s", e.Seq, sessionID)
+	if e.Signature == "" {
+		return fmt.Errorf("verify head signature: %s is not signed", what)
+	}
+	sig, err := hex.DecodeString(e.Signature)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return fmt.Errorf("verify head signature: %s: signature is not %d hex bytes", what, ed25519.SignatureSize)
+	}
+	if !ed25519.Verify(pk, kurahash.HeadSigningMessage(sessionID, e.Seq, e.HeadHash), sig) {
+		return &VerificationError{What: what, Mismatches: []Mismatch{{Field: "signature", Stored: e.Signature, Computed: "does not verify"}}}
 	}
 	return nil
 }

@@ -298,6 +298,47 @@ func TestVerifyLedgerSignature(t *testing.T) {
 	}
 }
 
+func TestVerifyHeadSignature(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "ed25519:" + hex.EncodeToString(pub)
+	const session = "0193a000-0000-7000-8000-000000000001"
+	ls, _, _ := vectorLedgers(t)
+	e := client.ReflogEntry{Seq: 3, To: ls[0].ID, HeadHash: ls[0].Hash}
+	e.Signature = hex.EncodeToString(ed25519.Sign(priv, kurahash.HeadSigningMessage(session, e.Seq, e.HeadHash)))
+
+	if err := client.VerifyHeadSignature(session, &e, key); err != nil {
+		t.Fatalf("good signature: %v", err)
+	}
+	tests := []struct {
+		name   string
+		change func(e *client.ReflogEntry) (sessionID string)
+	}{
+		{"OtherSession", func(e *client.ReflogEntry) string { return "0193a000-0000-7000-8000-000000000002" }},
+		{"OtherSeq", func(e *client.ReflogEntry) string { e.Seq = 4; return session }},
+		{"OtherHash", func(e *client.ReflogEntry) string { e.HeadHash = ls[1].Hash; return session }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changed := e
+			sid := tt.change(&changed)
+			if got := mismatchFields(t, client.VerifyHeadSignature(sid, &changed, key)); fmt.Sprint(got) != "[signature]" {
+				t.Errorf("got %v, want [signature]", got)
+			}
+		})
+	}
+	unsigned := e
+	unsigned.Signature = ""
+	if err := client.VerifyHeadSignature(session, &unsigned, key); err == nil || !strings.Contains(err.Error(), "not signed") {
+		t.Errorf("unsigned head move: got %v, want a not signed error", err)
+	}
+	if err := client.VerifyHeadSignature(session, &e, "ed25519:abcd"); err == nil {
+		t.Error("short key: got nil, want an error")
+	}
+}
+
 func TestVerifyProof(t *testing.T) {
 	for _, m := range loadVectors(t).Merkle {
 		for _, vp := range m.Proofs {

@@ -182,3 +182,86 @@ func FuzzReorderArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestCommandFlags parses the new commands' command lines with their real
+// flag sets, flags before and after the positional arguments.
+func TestCommandFlags(t *testing.T) {
+	tests := []struct {
+		command   string
+		args      []string
+		wantArgs  []string
+		wantFlags map[string]string
+	}{
+		{"log", []string{"s1", "--limit", "5"}, []string{"s1"}, map[string]string{"limit": "5"}},
+		{"log", []string{"--limit=5", "hashi/morning", "--json"}, []string{"hashi/morning"}, map[string]string{"limit": "5", "json": "true"}},
+		{"verify", []string{"session:s1", "--expect-head-hash", "h", "--local"}, []string{"session:s1"}, map[string]string{"expect-head-hash": "h", "local": "true"}},
+		{"session new", []string{"hashi", "--scope", "mem", "morning", "--from-ledger", "l1"}, []string{"hashi", "morning"}, map[string]string{"scope": "mem", "from-ledger": "l1"}},
+		{"session list", []string{"--project", "hashi", "--cursor", "c"}, nil, map[string]string{"project": "hashi", "cursor": "c"}},
+		{"turn open", []string{"s1", "--instruction", "Summarise", "--context-record", "r1", "--dispatch", "worker", "--context-record", "r2", "--deadline", "600"}, []string{"s1"},
+			map[string]string{"instruction": "Summarise", "context-record": "r1,r2", "dispatch": "worker", "deadline": "600", "author": defaultAuthor}},
+		{"turn open", []string{"--author", "user:oles", "s1", "--instruction=-x", "--memory", "rest api", "--memory-budget", "8000", "--idempotency-key", "k1"}, []string{"s1"},
+			map[string]string{"author": "user:oles", "instruction": "-x", "memory": "rest api", "memory-budget": "8000", "idempotency-key": "k1"}},
+		{"turn append", []string{"t1", "--epoch", "3", "--type", "agent.thought", "--author", "agent:bmo", "--content", `{"a":1}`, "--meta", "k=v"}, []string{"t1"},
+			map[string]string{"epoch": "3", "type": "agent.thought", "author": "agent:bmo", "content": `{"a":1}`, "meta": "k=v"}},
+		{"turn append", []string{"t1", "--record-id", "r1", "--record-id", "r2"}, []string{"t1"}, map[string]string{"record-id": "r1,r2", "epoch": "0"}},
+		{"turn append", []string{"t1", "-", "--epoch=2"}, []string{"t1", "-"}, map[string]string{"epoch": "2", "stdin": "false"}},
+		{"turn close", []string{"t1", "--status", "failed", "--epoch", "7"}, []string{"t1"}, map[string]string{"status": "failed", "epoch": "7"}},
+		{"turn close", []string{"t1"}, []string{"t1"}, map[string]string{"status": "complete"}},
+		{"turn claim", []string{"t1", "--worker", "agent:hashi", "--lease", "60"}, []string{"t1"}, map[string]string{"worker": "agent:hashi", "lease": "60"}},
+		{"turn list", []string{"--session", "s1", "--state", "open", "--limit", "10"}, nil, map[string]string{"session": "s1", "state": "open", "limit": "10"}},
+		{"export", []string{"s1", "--format=git"}, []string{"s1"}, map[string]string{"format": "git", "out": ""}},
+		{"export", []string{"--out", "x.jsonl", "s1", "--format", "jsonl"}, []string{"s1"}, map[string]string{"format": "jsonl", "out": "x.jsonl"}},
+		{"import", []string{"-", "--json"}, []string{"-"}, map[string]string{"json": "true"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.command+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+			cmd, ok := lookupCommand(tt.command)
+			if !ok {
+				t.Fatalf("no command %q", tt.command)
+			}
+			fs := flag.NewFlagSet(tt.command, flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			var g globalFlags
+			g.register(fs)
+			cmd.setup(fs)
+			ordered, err := reorderArgs(fs, tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Parse(ordered); err != nil {
+				t.Fatal(err)
+			}
+			if got := fs.Args(); !slices.Equal(got, tt.wantArgs) && !(len(got) == 0 && len(tt.wantArgs) == 0) {
+				t.Errorf("got positionals %q, want %q", got, tt.wantArgs)
+			}
+			for name, want := range tt.wantFlags {
+				f := fs.Lookup(name)
+				if f == nil {
+					t.Errorf("no flag --%s", name)
+					continue
+				}
+				if got := f.Value.String(); got != want {
+					t.Errorf("got --%s=%q, want %q", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestCommandTable checks that every subcommand's group exists only as a
+// group (a command named "turn" would hide "turn open") and that names are
+// unique.
+func TestCommandTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range commandTable() {
+		if seen[c.name] {
+			t.Errorf("command %q is listed twice", c.name)
+		}
+		seen[c.name] = true
+		if group, _, ok := strings.Cut(c.name, " "); ok {
+			if _, clash := lookupCommand(group); clash {
+				t.Errorf("%q is both a command and the group of %q", group, c.name)
+			}
+		}
+	}
+}

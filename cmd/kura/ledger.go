@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kura-memory/kura/client"
+	"github.com/kura-memory/kura/internal/kura"
 )
 
 func setupLedger(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
@@ -79,21 +80,28 @@ func orNone(s string) string {
 }
 
 func setupVerify(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
-	local := fs.Bool("local", false, "recompute every hash here instead of trusting kurad's answer (checks the signature against /v1/info's key)")
+	local := fs.Bool("local", false, "recompute every hash here instead of trusting kurad's answer (checks signatures against /v1/info's key)")
+	expect := fs.String("expect-head-hash", "", "sessions: also check that the first-parent chain still holds this ledger `hash` (one you saw earlier)")
 	return func(ctx context.Context, c *cli, args []string) error {
 		if len(args) != 1 {
-			return usagef("verify takes one ledger id")
+			return usagef("verify takes one ledger or session (session:<id>, ledger:<id> or <project>/<name> to say which)")
 		}
-		if strings.HasPrefix(args[0], "session:") {
-			// API.md lets verify take a session too; sessions are not in
-			// the client yet.
-			return usagef("verifying sessions is not supported yet")
+		if *expect != "" && !kura.ValidHash(*expect) {
+			return usagef("--expect-head-hash %q is not a hex SHA-256 ledger hash", *expect)
 		}
-		id := trimRef(args[0], "ledger")
+		kind, id, err := c.verifyTarget(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		if kind == "session" {
+			return c.verifySession(ctx, id, *expect, *local)
+		}
+		if *expect != "" {
+			return usagef("--expect-head-hash applies to sessions; %s is a ledger", id)
+		}
 		var (
 			raw json.RawMessage
 			v   *client.Verification
-			err error
 		)
 		if *local {
 			var info *client.Info

@@ -1,6 +1,7 @@
 // Command kura is the command-line client of kurad: it writes and reads
-// records and ledgers, verifies them and shows what the daemon knows, over
-// the HTTP API through the Go client package.
+// records, ledgers, sessions and turns, verifies them, exports and imports
+// sessions and shows what the daemon knows, over the HTTP API through the Go
+// client package.
 //
 // Usage:
 //
@@ -23,6 +24,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 
@@ -69,20 +71,35 @@ type command struct {
 }
 
 // commandTable lists every command, in the order help shows them. It is a
-// function rather than a variable because help reads it.
+// function rather than a variable because help reads it. A name of two words
+// ("turn open") is a subcommand of a group ("turn"): run takes the word after
+// the group as the subcommand, flags in front of it allowed.
 //
-// Commands of later issues go here, each with its file: log (log.go), turn
-// open|append|close (turn.go), export and import (export.go), trace
-// (trace.go), memory (memory.go), context preview|compile (context.go), kb
-// (kb.go), backup and restore (backup.go), token new (token.go) and events
+// Commands of later issues go here, each with its file: trace (trace.go),
+// memory (memory.go), context preview|compile (context.go), kb (kb.go),
+// backup and restore (backup.go), token new (token.go) and events
 // (events.go).
 func commandTable() []command {
 	return []command{
 		{"put", "[--type T --author A] [--content JSON] [--meta k=v]... [--stdin | -]", "write a record (or a batch from stdin)", setupPut},
 		{"show", "<record-id | record-hash>", "show a record", setupShow},
 		{"ledger", "<ledger-id> [--records]", "show a ledger and its record ids (--records: the records)", setupLedger},
-		{"verify", "<ledger-id> [--local]", "verify a ledger; exit 1 when it does not verify", setupVerify},
+		{"verify", "<ledger | session> [--local] [--expect-head-hash H]", "verify a ledger or a session's chain; exit 1 when it does not verify", setupVerify},
 		{"diff", "<ledger-a> <ledger-b>", "records added and removed from ledger a to ledger b", setupDiff},
+		{"log", "<session> [--limit N]", "list a session's ledgers from its head, following first parents", setupLog},
+		{"session new", "<project> <name> [--scope S] [--from-ledger ID]", "create a session (forked from a ledger with --from-ledger)", setupSessionNew},
+		{"session show", "<session>", "show a session and its head", setupSessionShow},
+		{"session list", "[--project P] [--limit N] [--cursor C]", "list sessions", setupSessionList},
+		{"session reflog", "<session>", "list every move of a session's head, oldest first", setupSessionReflog},
+		{"turn open", "<session> --instruction TEXT [--author A] [--context-record ID]... [--dispatch T] [--deadline SECONDS]", "open a turn: build its context ledger and move the head to it", setupTurnOpen},
+		{"turn append", "<turn> [--epoch N] (--type T --author A --content JSON | --record-id ID... | --stdin | -)", "append records to a turn's output", setupTurnAppend},
+		{"turn close", "<turn> [--epoch N] [--status complete|failed]", "close a turn: seal its output ledger and move the head to it", setupTurnClose},
+		{"turn show", "<turn>", "show a turn", setupTurnShow},
+		{"turn claim", "<turn> --worker W [--lease SECONDS]", "claim a turn for a worker; prints the epoch later writes must carry", setupTurnClaim},
+		{"turn renew", "<turn> --epoch N [--lease SECONDS]", "extend a worker's claim on a turn", setupTurnRenew},
+		{"turn list", "[--session S] [--state STATE] [--limit N] [--cursor C]", "list turns", setupTurnList},
+		{"export", "<session> --format=git|jsonl [--out FILE]", "export a session's ledgers and records as a git fast-import stream or JSON lines", setupExport},
+		{"import", "[FILE | -]", "import a JSON lines export (kura export --format=jsonl) into kurad", setupImport},
 		{"info", "", "show what kurad says about itself", setupInfo},
 		{"health", "[--ready]", "exit 0 when kurad is alive (--ready: ready to serve), 1 otherwise", setupHealth},
 		{"version", "", "print the version of this kura", setupVersion},
@@ -97,6 +114,27 @@ func lookupCommand(name string) (command, bool) {
 		}
 	}
 	return command{}, false
+}
+
+// groupCommands returns the subcommands of group ("turn" gives "turn open",
+// "turn append"...), none when group is not one.
+func groupCommands(group string) []command {
+	var out []command
+	for _, c := range commandTable() {
+		if strings.HasPrefix(c.name, group+" ") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func printGroupUsage(w io.Writer, group string) {
+	fmt.Fprintf(w, "usage: kura %s <command> [arguments and flags]\n\ncommands:\n", group)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range groupCommands(group) {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	tw.Flush()
 }
 
 // globalFlags are accepted before and after the command name.
@@ -144,6 +182,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 	cmd, ok := lookupCommand(name)
+	if !ok && len(groupCommands(name)) > 0 {
+		group := name
+		var sub string
+		sub, rest = splitCommand(globals, rest)
+		if sub == "" {
+			for _, a := range rest {
+				if a == "-h" || a == "-help" || a == "--help" {
+					printGroupUsage(stdout, group)
+					return exitOK
+				}
+			}
+			fmt.Fprintf(stderr, "kura %s: a command is required\n", group)
+			printGroupUsage(stderr, group)
+			return exitUsage
+		}
+		name = group + " " + sub
+		cmd, ok = lookupCommand(name)
+	}
 	if !ok {
 		fmt.Fprintf(stderr, "kura: unknown command %q; run 'kura help'\n", name)
 		return exitUsage
@@ -249,10 +305,15 @@ func setupHelp(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		case 0:
 			printUsage(c.stdout)
 			return nil
-		case 1:
-			cmd, ok := lookupCommand(args[0])
+		case 1, 2:
+			name := strings.Join(args, " ")
+			cmd, ok := lookupCommand(name)
+			if !ok && len(groupCommands(name)) > 0 {
+				printGroupUsage(c.stdout, name)
+				return nil
+			}
 			if !ok {
-				return usagef("unknown command %q", args[0])
+				return usagef("unknown command %q", name)
 			}
 			cfs := flag.NewFlagSet("kura "+cmd.name, flag.ContinueOnError)
 			var g globalFlags
@@ -261,7 +322,7 @@ func setupHelp(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			printCommandUsage(c.stdout, cmd, cfs)
 			return nil
 		default:
-			return usagef("help takes at most one command")
+			return usagef("help takes at most one command (two words for a subcommand: help turn open)")
 		}
 	}
 }

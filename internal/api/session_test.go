@@ -485,3 +485,17 @@ func FuzzSessionAndTurnBodies(f *testing.F) {
 		}
 	})
 }
+
+func TestTurn_ListCarriesOutputs(t *testing.T) {
+	c, _ := newDaemon(t)
+	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"list"}`, 201))
+	c.runTurn(s.ID, 1)
+	open := decode[kura.Turn](t, c.mustPost("/v1/sessions/"+s.ID+"/turns", `{"instruction":{"content":"two","author_id":"user:oles"}}`, 201))
+	list := decode[struct{ Turns []kura.Turn }](t, c.mustGet("/v1/turns?session_id="+s.ID))
+	if len(list.Turns) != 2 || len(list.Turns[0].OutputRecordIDs) != 3 || list.Turns[1].ID != open.ID || list.Turns[1].OutputRecordIDs == nil || len(list.Turns[1].OutputRecordIDs) != 0 {
+		t.Fatalf("list: %+v", list.Turns)
+	}
+	if open := decode[struct{ Turns []kura.Turn }](t, c.mustGet("/v1/turns?session_id="+s.ID+"&state=open")); len(open.Turns) != 1 {
+		t.Fatalf("state filter: %+v", open.Turns)
+	}
+}

@@ -130,7 +130,43 @@ func (db *DB) ListTurns(ctx context.Context, sessionID, state, after string, lim
 		out = out[:limit]
 		next = out[limit-1].ID
 	}
+	if err := db.loadOutputs(ctx, out); err != nil {
+		return nil, "", err
+	}
 	return out, next, nil
+}
+
+// loadOutputs fills the output record ids of a page of turns in one query.
+func (db *DB) loadOutputs(ctx context.Context, turns []kura.Turn) error {
+	if len(turns) == 0 {
+		return nil
+	}
+	idx := make(map[string]int, len(turns))
+	args := make([]any, len(turns))
+	marks := make([]byte, 0, 2*len(turns))
+	for i := range turns {
+		turns[i].OutputRecordIDs = []string{}
+		idx[turns[i].ID] = i
+		args[i] = turns[i].ID
+		if i > 0 {
+			marks = append(marks, ',')
+		}
+		marks = append(marks, '?')
+	}
+	rows, err := db.rdb.QueryContext(ctx, "SELECT turn_id, record_id FROM turn_output WHERE turn_id IN ("+string(marks)+") ORDER BY turn_id, pos", args...)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tid, rid string
+		if err := rows.Scan(&tid, &rid); err != nil {
+			return mapErr(err)
+		}
+		t := &turns[idx[tid]]
+		t.OutputRecordIDs = append(t.OutputRecordIDs, rid)
+	}
+	return mapErr(rows.Err())
 }
 
 // preparedRef is a record of a turn request: new (prepared) or existing.
