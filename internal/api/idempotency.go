@@ -99,6 +99,10 @@ func (s *Server) replayAfterRace(w http.ResponseWriter, r *http.Request) bool {
 	if err != nil || a == nil {
 		return false
 	}
+	if idem := kura.IdempotencyFrom(r.Context()); idem == nil || idem.Fingerprint != a.Fingerprint {
+		s.writeJSON(w, http.StatusConflict, map[string]any{"error": kura.Errorf(kura.EConflict, "this Idempotency-Key was used for a different request").WithDetail("field", "Idempotency-Key")})
+		return true
+	}
 	w.Header().Set("Idempotent-Replayed", "true")
 	writeBody(w, a.Status, a.Body)
 	return true

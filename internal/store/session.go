@@ -114,6 +114,9 @@ func (db *DB) CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.S
 		}
 		if in.FromLedgerID != "" {
 			if _, err := tx.moveHead(id, in.Project, nil, in.FromLedgerID, "fork from ledger "+in.FromLedgerID); err != nil {
+				if kura.IsCode(err, kura.EInvalid) {
+					return kura.Invalid("from_ledger_id", "ledger %s does not exist", in.FromLedgerID).WithDetail("missing", []string{in.FromLedgerID})
+				}
 				return err
 			}
 		}
