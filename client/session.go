@@ -109,17 +109,34 @@ func (c *Client) SessionLog(ctx context.Context, id string, limit int) ([]Ledger
 	if isEmpty(id) {
 		return nil, errMissingID("session id")
 	}
-	q := url.Values{}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
+	// The server pages by at most 1000; follow next_cursor up to limit.
+	var all []Ledger
+	cursor := ""
+	for {
+		q := url.Values{}
+		page := limit - len(all)
+		if limit <= 0 || page > 1000 {
+			page = 1000
+		}
+		if limit > 0 || cursor != "" {
+			q.Set("limit", strconv.Itoa(page))
+		}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var out struct {
+			Ledgers    []Ledger `json:"ledgers"`
+			NextCursor string   `json:"next_cursor"`
+		}
+		if err := c.do(ctx, "session log", http.MethodGet, "/v1/sessions/"+esc(id)+"/log", q, nil, &out); err != nil {
+			return nil, err
+		}
+		all = append(all, out.Ledgers...)
+		if out.NextCursor == "" || limit <= 0 || len(all) >= limit || len(out.Ledgers) == 0 {
+			return all, nil
+		}
+		cursor = out.NextCursor
 	}
-	var out struct {
-		Ledgers []Ledger `json:"ledgers"`
-	}
-	if err := c.do(ctx, "session log", http.MethodGet, "/v1/sessions/"+esc(id)+"/log", q, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Ledgers, nil
 }
 
 // Reflog returns every move of a session's head, oldest first

@@ -42,7 +42,7 @@ type Store interface {
 	CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.Session, error)
 	GetSession(ctx context.Context, id string) (*kura.Session, error)
 	ListSessions(ctx context.Context, project, after string, limit int) ([]kura.Session, string, error)
-	SessionLog(ctx context.Context, id string, limit int) ([]kura.Ledger, error)
+	SessionLog(ctx context.Context, id, after string, limit int) ([]kura.Ledger, string, error)
 	Reflog(ctx context.Context, id string) ([]kura.ReflogEntry, error)
 	MoveHead(ctx context.Context, id string, mv *kura.HeadMove) (*kura.Session, error)
 	VerifySession(ctx context.Context, id, expectHeadHash string) (*kura.SessionVerification, error)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/kura-memory/kura/internal/kura"
@@ -84,21 +83,27 @@ func (s *Server) handleSessionGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSessionLog(w http.ResponseWriter, r *http.Request) {
-	limit := 100
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100000 {
-			s.writeError(w, r, kura.Invalid("limit", "limit must be an integer from 1 to 100000"))
-			return
-		}
-		limit = n
-	}
-	ls, err := s.store.SessionLog(r.Context(), chi.URLParam(r, "id"), limit)
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"ledgers": ls})
+	after, err := idCursor(q.Get("cursor"), "l")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ls, next, err := s.store.SessionLog(r.Context(), chi.URLParam(r, "id"), after, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := map[string]any{"ledgers": ls}
+	if next != "" {
+		out["next_cursor"] = encodeCursor("l", next)
+	}
+	s.writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleSessionReflog(w http.ResponseWriter, r *http.Request) {

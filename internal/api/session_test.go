@@ -499,3 +499,30 @@ func TestTurn_ListCarriesOutputs(t *testing.T) {
 		t.Fatalf("state filter: %+v", open.Turns)
 	}
 }
+
+func TestSession_LogPages(t *testing.T) {
+	c, _ := newDaemon(t)
+	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"pages"}`, 201))
+	for n := 1; n <= 4; n++ {
+		c.runTurn(s.ID, n)
+	}
+	var got []string
+	path := "/v1/sessions/" + s.ID + "/log?limit=3"
+	for page := 0; page < 10; page++ {
+		out := decode[struct {
+			Ledgers    []kura.Ledger
+			NextCursor string `json:"next_cursor"`
+		}](t, c.mustGet(path))
+		for _, l := range out.Ledgers {
+			got = append(got, l.Label)
+		}
+		if out.NextCursor == "" {
+			break
+		}
+		path = "/v1/sessions/" + s.ID + "/log?limit=3&cursor=" + out.NextCursor
+	}
+	want := "pages-turn-4-out,pages-turn-4-ctx,pages-turn-3-out,pages-turn-3-ctx,pages-turn-2-out,pages-turn-2-ctx,pages-turn-1-out,pages-turn-1-ctx"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("paged log: got %v", got)
+	}
+}

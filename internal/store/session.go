@@ -242,15 +242,29 @@ func (db *DB) Reflog(ctx context.Context, sessionID string) ([]kura.ReflogEntry,
 }
 
 // SessionLog lists the ledgers from the head following first parents,
-// newest first (like git log), in one recursive query.
-func (db *DB) SessionLog(ctx context.Context, sessionID string, limit int) ([]kura.Ledger, error) {
+// newest first (like git log), in one recursive query. after continues
+// from the first parent of that ledger (a page's last); next is the ledger
+// to continue after, empty at the root.
+func (db *DB) SessionLog(ctx context.Context, sessionID, after string, limit int) ([]kura.Ledger, string, error) {
 	s, err := db.GetSession(ctx, sessionID)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	out := []kura.Ledger{}
-	if s.HeadLedgerID == nil {
-		return out, nil
+	start := s.HeadLedgerID
+	if after != "" {
+		var parent sql.NullString
+		err := db.rdb.QueryRowContext(ctx, "SELECT parent_id FROM ledger_parents WHERE ledger_id = ? AND pos = 0", after).Scan(&parent)
+		if errors.Is(err, sql.ErrNoRows) {
+			return out, "", nil
+		}
+		if err != nil {
+			return nil, "", mapErr(err)
+		}
+		start = &parent.String
+	}
+	if start == nil {
+		return out, "", nil
 	}
 	rows, err := db.rdb.QueryContext(ctx, `WITH RECURSIVE chain(id, depth) AS (
 		SELECT ?, 0
@@ -259,16 +273,16 @@ func (db *DB) SessionLog(ctx context.Context, sessionID string, limit int) ([]ku
 		WHERE chain.depth + 1 < ?)
 	SELECT l.id, l.hash, l.root_hash, l.label, l.record_count, l.created_at, l.signature,
 		(SELECT group_concat(parent_id, ',') FROM (SELECT parent_id FROM ledger_parents WHERE ledger_id = l.id ORDER BY pos))
-	FROM chain JOIN ledgers l ON l.id = chain.id ORDER BY chain.depth`, *s.HeadLedgerID, limit)
+	FROM chain JOIN ledgers l ON l.id = chain.id ORDER BY chain.depth`, *start, limit+1)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, "", mapErr(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var l kura.Ledger
 		var parents sql.NullString
 		if err := rows.Scan(&l.ID, &l.Hash, &l.RootHash, &l.Label, &l.RecordCount, &l.CreatedAt, &l.Signature, &parents); err != nil {
-			return nil, mapErr(err)
+			return nil, "", mapErr(err)
 		}
 		l.ParentIDs = []string{}
 		if parents.String != "" {
@@ -276,7 +290,15 @@ func (db *DB) SessionLog(ctx context.Context, sessionID string, limit int) ([]ku
 		}
 		out = append(out, l)
 	}
-	return out, mapErr(rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, "", mapErr(err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].ID
+	}
+	return out, next, nil
 }
 
 // VerifySession walks the first-parent chain from the head, verifies every

@@ -46,6 +46,7 @@ var (
 	qTurnOutput   = wsql("SELECT record_id FROM turn_output WHERE turn_id = ? ORDER BY pos")
 	qInsertOutput = wsql("INSERT INTO turn_output(turn_id, pos, record_id) VALUES(?,?,?)")
 	qRecordType   = wsql("SELECT type FROM records WHERE id = ?")
+	qDeliverables = wsql("SELECT lr.record_id FROM ledger_records lr CROSS JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND r.type = 'task.deliverable' ORDER BY lr.pos")
 )
 
 // turn reads a turn and its output so far inside a write transaction.
@@ -337,7 +338,10 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 
 // deliverables returns the task.deliverable records of a ledger, in order.
 func (tx *Tx) deliverables(ledgerID string) ([]string, error) {
-	rows, err := tx.Query("SELECT lr.record_id FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND r.type = 'task.deliverable' ORDER BY lr.pos", ledgerID)
+	// CROSS JOIN fixes the join order: walk this ledger's positions, then
+	// look each record up. Left to itself, SQLite 3.54 starts from the
+	// records_type index and walks every deliverable in the database.
+	rows, err := tx.Query(qDeliverables, ledgerID)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@
 //	batch_1000                     POST /v1/records/batch, 1,000 records a request
 //	hydrate_10k                    GET /v1/ledgers/{id}/records, every page of a 10,000-record ledger
 //	verify_100k                    GET /v1/ledgers/{id}/verify of a 100,000-record ledger
+//	turns                          8 sessions looping open → append 10 records → close
 //
 // Every kurad phase starts its own kurad on a fresh data directory, so no
 // phase measures a database grown by an earlier one. Later issues add phases
@@ -62,6 +63,9 @@ type config struct {
 	verifyN   int // records in the verify ledger
 	verifyK   int // timed verifies
 
+	turnSessions int           // concurrent sessions (one worker each) in the turns phase
+	turnDur      time.Duration // timed window per turns run
+
 	reqTimeout time.Duration // per HTTP request
 }
 
@@ -86,6 +90,7 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("-batch-clients must be 1..16, got %d", c.batchCli)
 	}
 	c.clients = 64
+	c.turnSessions = 8
 	// The request bound is for a hung server: the slowest request, a
 	// 100,000-record verify or ledger create, should take seconds.
 	c.reqTimeout = 2 * time.Minute
@@ -96,12 +101,14 @@ func parseFlags(args []string) (*config, error) {
 		c.batchReqs = 5
 		c.hydrateN, c.hydrateK = 10_000, 3
 		c.verifyN, c.verifyK = 20_000, 2
+		c.turnDur = 2 * time.Second
 	} else {
 		c.runs, c.rawRows = 3, 50_000
 		c.singleDur, c.warmup = 10*time.Second, 2*time.Second
 		c.batchReqs = 50
 		c.hydrateN, c.hydrateK = 10_000, 10
 		c.verifyN, c.verifyK = 100_000, 5
+		c.turnDur = 10 * time.Second
 	}
 	return c, nil
 }
@@ -138,6 +145,7 @@ var phases = []phase{
 	{"batch_1000", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.batchPhase(ctx) }},
 	{"hydrate_10k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.hydratePhase(ctx) }},
 	{"verify_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.verifyPhase(ctx) }},
+	{"turns", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.turnsPhase(ctx) }},
 }
 
 func main() {

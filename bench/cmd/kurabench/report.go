@@ -51,11 +51,18 @@ type PhaseResult struct {
 	Notes     []string       `json:"notes,omitempty"`
 	Error     string         `json:"error,omitempty"`
 	Seconds   float64        `json:"phase_wall_s"` // setup included
+
+	// Ops holds, for phases timing several request kinds (turns), each
+	// kind's median over runs of the run's p50/p99.
+	Ops map[string]OpLatency `json:"ops,omitempty"`
 }
 
 // Run is one timed run of a phase.
 type Run struct {
 	Rows           int         `json:"rows,omitempty"`
+	Turns          int         `json:"turns,omitempty"`
+	TurnsPerSec    float64     `json:"turns_per_s,omitempty"`
+	TurnsBySecond  []int       `json:"turns_by_second,omitempty"` // turns completed in each second of the window: shows a rate that drifts as sessions grow
 	Requests       int         `json:"requests,omitempty"`
 	Errors         int         `json:"errors"`
 	Seconds        float64     `json:"seconds"`
@@ -68,6 +75,8 @@ type Run struct {
 	CPU            *CPU        `json:"cpu,omitempty"`          // per run for throughput phases; latency phases measure CPU over all runs at once
 	ConnsOpened    *int64      `json:"conns_opened,omitempty"` // TCP dials during the run (keep-alive check)
 	Statuses       map[int]int `json:"statuses,omitempty"`
+	// Ops is each request kind's latency in this run (turns phase).
+	Ops map[string]OpLatency `json:"ops,omitempty"`
 	// ServerCounters are kurad's writer/store counters over the run (see
 	// serverCounters); empty when kurad exports none.
 	ServerCounters map[string]float64 `json:"server_counters,omitempty"`
@@ -148,6 +157,18 @@ func judge(b *bench) {
 			Op:    "<=", Want: round(want), Got: got, Pass: got <= want,
 		})
 	}
+	lower := func(name, short, what string, got, want float64) {
+		r := b.result(name)
+		if r == nil || r.Error != "" {
+			return
+		}
+		w := thousands(want)
+		r.Targets = append(r.Targets, Target{
+			Short: fmt.Sprintf("%s≥%s", short, w),
+			Text:  fmt.Sprintf("%s ≥ %s", what, w),
+			Op:    ">=", Want: round(want), Got: got, Pass: got >= want,
+		})
+	}
 	relative("single_record", "raw_batch_100", 0.40)
 	if r := b.result("single_record"); r != nil {
 		upper("single_record", "p99", fmt.Sprintf("p99 at %d clients", b.cfg.clients), r.P99ms, 25)
@@ -158,6 +179,9 @@ func judge(b *bench) {
 	}
 	if r := b.result("verify_100k"); r != nil {
 		upper("verify_100k", "", fmt.Sprintf("median verify of %d", b.cfg.verifyN), r.Median, 1500*float64(b.cfg.verifyN)/100_000)
+	}
+	if r := b.result("turns"); r != nil {
+		lower("turns", "", fmt.Sprintf("turns/s with %d sessions (open → append %d → close)", b.cfg.turnSessions, turnRecords), r.Median, turnsTarget)
 	}
 	for _, r := range b.results {
 		if len(r.Targets) == 0 {
@@ -234,6 +258,8 @@ func printTable(w io.Writer, rep *Report) {
 	}
 	tw.Flush()
 
+	printOps(w, rep)
+
 	for _, r := range rep.Phases {
 		if r.Error != "" || len(r.Notes) > 0 {
 			fmt.Fprintf(w, "\n%s (%s; %s)\n", r.Name, r.Title, r.DataDir)
@@ -256,6 +282,32 @@ func printTable(w io.Writer, rep *Report) {
 		verdict = "FAIL (a target missed or a phase failed)"
 	}
 	fmt.Fprintf(w, "\noverall: %s\n", verdict)
+}
+
+// printOps lists the per-request latencies of phases that time several
+// kinds of request (the turn loop).
+func printOps(w io.Writer, rep *Report) {
+	var withOps []*PhaseResult
+	for _, r := range rep.Phases {
+		if len(r.Ops) > 0 {
+			withOps = append(withOps, r)
+		}
+	}
+	if len(withOps) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nrequest latency (median over runs of each run's p50 / p99, ms)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range withOps {
+		fmt.Fprintf(tw, "  %s", r.Name)
+		for _, op := range turnOps {
+			if o, ok := r.Ops[op]; ok {
+				fmt.Fprintf(tw, "	%s %.2f / %.2f", op, o.P50ms, o.P99ms)
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
 }
 
 func passText(ok bool) string {
