@@ -48,6 +48,12 @@ func (c *apiClient) runTurn(sid string, n int) (kura.Turn, kura.Turn) {
 	c.tb.Helper()
 	opened := decode[kura.Turn](c.tb, c.mustPost("/v1/sessions/"+sid+"/turns",
 		fmt.Sprintf(`{"instruction":{"type":"task.instruction","content":"step %d","author_id":"user:oles"},"context":[{"type":"sys.context","content":{"n":%d},"author_id":"sys:ctx"}]}`, n, n), 201))
+	if opened.HeadHash == nil {
+		c.tb.Fatalf("turn open answer has no head_hash: %+v", opened)
+	}
+	if ctxLedger := decode[kura.Ledger](c.tb, c.mustGet("/v1/ledgers/"+opened.ContextLedgerID)); ctxLedger.Hash != *opened.HeadHash {
+		c.tb.Fatalf("open head_hash %s, want the context ledger's hash %s", *opened.HeadHash, ctxLedger.Hash)
+	}
 	c.mustPost("/v1/turns/"+opened.ID+"/records", fmt.Sprintf(`{"records":[
 		{"type":"agent.thought","content":{"t":%d},"author_id":"agent:hashi"},
 		{"type":"memory.fact","content":{"fact":%d},"author_id":"agent:hashi"},

@@ -308,7 +308,8 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 			return err
 		}
 		id := uuid.Must(uuid.NewV7()).String()
-		if _, err := tx.moveHead(s.ID, s.Project, s.HeadLedgerID, l.ID, "turn "+id+" opened"); err != nil {
+		headHash, err := tx.moveHead(s.ID, s.Project, s.HeadLedgerID, l.ID, "turn "+id+" opened")
+		if err != nil {
 			return err
 		}
 		var dispatch any
@@ -331,6 +332,7 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 		if out, err = tx.turn(id); err != nil {
 			return err
 		}
+		out.HeadHash = &headHash
 		return tx.Answer(201, out)
 	})
 	return out, err
