@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/google/uuid"
 	"github.com/kura-memory/kura/internal/kura"
@@ -232,7 +233,7 @@ func (db *DB) HydrateLedger(ctx context.Context, id string, after, limit int, w 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, err2 = db.hydrateRange(ctx, id, mid, hi, &second, 1<<62)
+		_, err2 = db.hydrateRange(ctx, id, mid, hi, &second, math.MaxInt)
 	}()
 	n, err := db.hydrateRange(ctx, id, lo, mid-1, w, 0)
 	<-done
