@@ -271,24 +271,7 @@ func (db *DB) ListRecords(ctx context.Context, f kura.RecordFilter) ([]kura.Reco
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
-	defer rows.Close()
-	out := make([]kura.Record, 0, min(f.Limit, 128))
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, "", mapErr(err)
-		}
-		out = append(out, *r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", mapErr(err)
-	}
-	next := ""
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		next = out[len(out)-1].ID
-	}
-	return out, next, nil
+	return scanPage(rows, f.Limit, scanRecord, func(r *kura.Record) string { return r.ID })
 }
 
 func itoa(i int) string {

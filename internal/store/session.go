@@ -65,24 +65,7 @@ func (db *DB) ListSessions(ctx context.Context, project, after string, limit int
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
-	defer rows.Close()
-	out := []kura.Session{}
-	for rows.Next() {
-		s, err := scanSession(rows)
-		if err != nil {
-			return nil, "", mapErr(err)
-		}
-		out = append(out, *s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", mapErr(err)
-	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = out[limit-1].ID
-	}
-	return out, next, nil
+	return scanPage(rows, limit, scanSession, func(s *kura.Session) string { return s.ID })
 }
 
 // CreateSession creates a session, its head at from_ledger_id when forking.

@@ -82,7 +82,6 @@ type DB struct {
 	hookMu  sync.Mutex
 	hooks   []CommitHook
 	stats   WriterStats
-	writing atomic.Bool
 
 	walFrames     atomic.Int64 // frames not yet checkpointed at the last checkpoint
 	sinceCkpt     int          // commits since the last kick (writer only)
@@ -494,4 +493,27 @@ func (db *DB) sweeper() {
 		}
 		cancel()
 	}
+}
+
+// scanPage reads up to limit items of a listing queried with LIMIT
+// limit+1, and the id to continue after when there are more.
+func scanPage[T any](rows *sql.Rows, limit int, scan func(rowScanner) (*T, error), id func(*T) string) ([]T, string, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, "", mapErr(err)
+		}
+		out = append(out, *v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", mapErr(err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = id(&out[limit-1])
+	}
+	return out, next, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,11 +43,13 @@ func scanTurn(row rowScanner) (*kura.Turn, error) {
 }
 
 var (
-	qTurnByID     = wsql("SELECT " + turnCols + " FROM turns WHERE id = ?")
-	qTurnOutput   = wsql("SELECT record_id FROM turn_output WHERE turn_id = ? ORDER BY pos")
-	qInsertOutput = wsql("INSERT INTO turn_output(turn_id, pos, record_id) VALUES(?,?,?)")
-	qRecordType   = wsql("SELECT type FROM records WHERE id = ?")
-	qDeliverables = wsql("SELECT lr.record_id FROM ledger_records lr CROSS JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND r.type = 'task.deliverable' ORDER BY lr.pos")
+	qTurnByID      = wsql("SELECT " + turnCols + " FROM turns WHERE id = ?")
+	qTurnOutput    = wsql("SELECT record_id FROM turn_output WHERE turn_id = ? ORDER BY pos")
+	qInsertOutput  = wsql("INSERT INTO turn_output(turn_id, pos, record_id) VALUES(?,?,?)")
+	qRecordByID    = wsql("SELECT " + recordCols + " FROM records WHERE id = ?")
+	qOutputTypes   = wsql("SELECT r.type, count(*) FROM turn_output o CROSS JOIN records r ON r.id = o.record_id WHERE o.turn_id = ? GROUP BY r.type")
+	qOutputExtract = wsql("SELECT o.record_id, r.type FROM turn_output o CROSS JOIN records r ON r.id = o.record_id WHERE o.turn_id = ? AND r.type IN ('memory.fact', 'memory.decision') ORDER BY o.pos")
+	qDeliverables  = wsql("SELECT lr.record_id FROM ledger_records lr CROSS JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND r.type = 'task.deliverable' ORDER BY lr.pos")
 )
 
 // turn reads a turn and its output so far inside a write transaction.
@@ -114,22 +117,9 @@ func (db *DB) ListTurns(ctx context.Context, sessionID, state, after string, lim
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
-	defer rows.Close()
-	out := []kura.Turn{}
-	for rows.Next() {
-		t, err := scanTurn(rows)
-		if err != nil {
-			return nil, "", mapErr(err)
-		}
-		out = append(out, *t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", mapErr(err)
-	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = out[limit-1].ID
+	out, next, err := scanPage(rows, limit, scanTurn, func(t *kura.Turn) string { return t.ID })
+	if err != nil {
+		return nil, "", err
 	}
 	if err := db.loadOutputs(ctx, out); err != nil {
 		return nil, "", err
@@ -200,34 +190,54 @@ func (db *DB) prepareRefs(refs []kura.RecordRef, field, project string) ([]prepa
 	return out, nil
 }
 
-// resolve writes new records and checks existing ones, returning ids and
-// types in order; missing ids are a 400 naming them.
-func (tx *Tx) resolve(refs []preparedRef) ([]string, []string, error) {
-	ids := make([]string, len(refs))
-	types := make([]string, len(refs))
+// resolve writes new records and reads existing ones, in order; missing
+// ids are a 400 naming them.
+func (tx *Tx) resolve(refs []preparedRef) ([]kura.Record, error) {
+	out := make([]kura.Record, len(refs))
 	var missing []string
 	for i, r := range refs {
 		if r.rec != nil {
 			rec, err := tx.InsertRecord(r.rec)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
-			ids[i], types[i] = rec.ID, rec.Type
+			out[i] = *rec
 			continue
 		}
-		if err := tx.QueryRow(qRecordType, r.id).Scan(&types[i]); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				missing = append(missing, r.id)
-				continue
-			}
-			return nil, nil, err
+		rec, err := scanRecord(tx.QueryRow(qRecordByID, r.id))
+		if kura.IsCode(err, kura.ENotFound) {
+			missing = append(missing, r.id)
+			continue
 		}
-		ids[i] = r.id
+		if err != nil {
+			return nil, err
+		}
+		out[i] = *rec
 	}
 	if len(missing) > 0 {
-		return nil, nil, kura.Errorf(kura.EInvalid, "%d record(s) do not exist", len(missing)).WithDetail("missing", missing)
+		return nil, kura.Errorf(kura.EInvalid, "%d record(s) do not exist", len(missing)).WithDetail("missing", missing)
 	}
-	return ids, types, nil
+	return out, nil
+}
+
+// outputTypes counts the record types of a turn's output so far, in one
+// query, however long the output has grown.
+func (tx *Tx) outputTypes(turnID string) (map[string]int, error) {
+	rows, err := tx.Query(qOutputTypes, turnID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var typ string
+		var n int
+		if err := rows.Scan(&typ, &n); err != nil {
+			return nil, err
+		}
+		out[typ] = n
+	}
+	return out, rows.Err()
 }
 
 // OpenTurn opens a turn on a session: it writes the instruction and context
@@ -285,11 +295,14 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 		if err != nil {
 			return err
 		}
-		ctxIDs, _, err := tx.resolve(refs)
+		ctxRecs, err := tx.resolve(refs)
 		if err != nil {
 			return err
 		}
-		recordIDs := append([]string{instrRec.ID}, ctxIDs...)
+		recordIDs := []string{instrRec.ID}
+		for _, r := range ctxRecs {
+			recordIDs = append(recordIDs, r.ID)
+		}
 		var parents []string
 		if s.HeadLedgerID != nil {
 			parents = []string{*s.HeadLedgerID}
@@ -359,15 +372,24 @@ func (tx *Tx) deliverables(ledgerID string) ([]string, error) {
 	return out, rows.Err()
 }
 
+// openTurn loads a turn that must be open (409 otherwise).
+func (tx *Tx) openTurn(id string) (*kura.Turn, error) {
+	t, err := tx.turn(id)
+	if err != nil {
+		return nil, err
+	}
+	if t.State != kura.TurnOpen {
+		return nil, kura.Errorf(kura.EConflict, "turn %s is %s, not open", id, t.State).WithDetail("state", t.State)
+	}
+	return t, nil
+}
+
 // openTurnForWrite loads a turn that must be open and fenced by epoch: a
 // claimed turn takes writes only with its current epoch.
 func (tx *Tx) openTurnForWrite(id string, epoch *int64) (*kura.Turn, *kura.Session, error) {
-	t, err := tx.turn(id)
+	t, err := tx.openTurn(id)
 	if err != nil {
 		return nil, nil, err
-	}
-	if t.State != kura.TurnOpen {
-		return nil, nil, kura.Errorf(kura.EConflict, "turn %s is %s, not open", id, t.State).WithDetail("state", t.State)
 	}
 	if err := checkEpoch(t, epoch); err != nil {
 		return nil, nil, err
@@ -406,12 +428,9 @@ func (db *DB) ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim) (*ku
 	}
 	var out *kura.Lease
 	err = db.Update(ctx, func(tx *Tx) error {
-		t, err := tx.turn(id)
+		t, err := tx.openTurn(id)
 		if err != nil {
 			return err
-		}
-		if t.State != kura.TurnOpen {
-			return kura.Errorf(kura.EConflict, "turn %s is %s, not open", id, t.State).WithDetail("state", t.State)
 		}
 		now := tx.Now()
 		if t.LeaseExpiresAt != nil && *t.LeaseExpiresAt > kura.FormatTime(now) {
@@ -446,12 +465,9 @@ func (db *DB) RenewTurn(ctx context.Context, id string, in *kura.TurnRenew) (*ku
 	}
 	var out *kura.Lease
 	err = db.Update(ctx, func(tx *Tx) error {
-		t, err := tx.turn(id)
+		t, err := tx.openTurn(id)
 		if err != nil {
 			return err
-		}
-		if t.State != kura.TurnOpen {
-			return kura.Errorf(kura.EConflict, "turn %s is %s, not open", id, t.State).WithDetail("state", t.State)
 		}
 		if t.Epoch == 0 {
 			return kura.Errorf(kura.EConflict, "turn %s is not claimed", id)
@@ -513,22 +529,17 @@ func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend) (*
 				r.rec.Project = s.Project
 			}
 		}
-		ids, types, err := tx.resolve(refs)
+		recs, err := tx.resolve(refs)
 		if err != nil {
 			return err
 		}
-		have := 0
-		for _, rid := range t.OutputRecordIDs {
-			var typ string
-			if err := tx.QueryRow(qRecordType, rid).Scan(&typ); err != nil {
-				return err
-			}
-			if typ == "task.deliverable" {
-				have++
-			}
+		types, err := tx.outputTypes(id)
+		if err != nil {
+			return err
 		}
-		for _, typ := range types {
-			if typ == "task.deliverable" {
+		have := types["task.deliverable"]
+		for _, r := range recs {
+			if r.Type == "task.deliverable" {
 				have++
 			}
 		}
@@ -536,18 +547,12 @@ func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend) (*
 			return kura.Errorf(kura.EConflict, "a turn's output holds exactly one task.deliverable")
 		}
 		base := len(t.OutputRecordIDs)
-		for i, rid := range ids {
-			if _, err := tx.Exec(qInsertOutput, id, base+i, rid); err != nil {
+		out = &kura.TurnAppendResult{TurnID: id, OutputRecordIDs: t.OutputRecordIDs, Records: recs}
+		for i := range recs {
+			if _, err := tx.Exec(qInsertOutput, id, base+i, recs[i].ID); err != nil {
 				return err
 			}
-		}
-		out = &kura.TurnAppendResult{TurnID: id, OutputRecordIDs: append(t.OutputRecordIDs, ids...), Records: make([]kura.Record, len(ids))}
-		for i, rid := range ids {
-			r, err := scanRecord(tx.QueryRow("SELECT "+recordCols+" FROM records WHERE id = ?", rid))
-			if err != nil {
-				return err
-			}
-			out.Records[i] = *r
+			out.OutputRecordIDs = append(out.OutputRecordIDs, recs[i].ID)
 		}
 		return tx.Answer(200, out)
 	})
@@ -587,20 +592,28 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string) (*kura.Turn
 		return nil, err
 	}
 	output := t.OutputRecordIDs
+	types, err := tx.outputTypes(id)
+	if err != nil {
+		return nil, err
+	}
+	hasDeliverable := types["task.deliverable"] > 0
 	var extract [][2]string
-	hasDeliverable := false
-	for _, rid := range output {
-		var typ string
-		if err := tx.QueryRow(qRecordType, rid).Scan(&typ); err != nil {
+	if types["memory.fact"]+types["memory.decision"] > 0 {
+		rows, err := tx.Query(qOutputExtract, id)
+		if err != nil {
 			return nil, err
 		}
-		switch typ {
-		case "task.deliverable":
-			hasDeliverable = true
-		case "memory.fact":
-			extract = append(extract, [2]string{rid, "fact"})
-		case "memory.decision":
-			extract = append(extract, [2]string{rid, "decision"})
+		for rows.Next() {
+			var rid, typ string
+			if err := rows.Scan(&rid, &typ); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			extract = append(extract, [2]string{rid, strings.TrimPrefix(typ, "memory.")})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
 		}
 	}
 	if !hasDeliverable {

@@ -237,8 +237,6 @@ const savepointBatches = 16
 // is run again with a savepoint around each job, so that only the failed
 // job's writes are undone.
 func (db *DB) commit(batch []*job) {
-	db.writing.Store(true)
-	defer db.writing.Store(false)
 	if db.savepointMode == 0 && len(batch) > 1 {
 		if db.run(batch, false) {
 			return
