@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -530,5 +531,142 @@ func TestSession_LogPages(t *testing.T) {
 	want := "pages-turn-4-out,pages-turn-4-ctx,pages-turn-3-out,pages-turn-3-ctx,pages-turn-2-out,pages-turn-2-ctx,pages-turn-1-out,pages-turn-1-ctx"
 	if strings.Join(got, ",") != want {
 		t.Fatalf("paged log: got %v", got)
+	}
+}
+
+func TestSessionTurn_BadInputWritesNothing(t *testing.T) {
+	c, _ := newDaemon(t)
+	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"bad"}`, 201))
+	done := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"done"}`, 201))
+	_, closed := c.runTurn(done.ID, 1)
+	tr := decode[kura.Turn](t, c.mustPost("/v1/sessions/"+s.ID+"/turns", `{"instruction":{"content":"go","author_id":"user:oles"}}`, 201))
+	c.mustPost("/v1/turns/"+tr.ID+"/records", `{"records":[{"type":"task.deliverable","content":"first","author_id":"agent:a"}]}`, 200)
+	lease := decode[kura.Lease](t, c.mustPost("/v1/turns/"+tr.ID+"/claim", `{"worker":"agent:a"}`, 200))
+	ep := fmt.Sprint(lease.Epoch)
+	unknown := "01a1fdca-0000-7000-8000-000000000000"
+	huge := `{"epoch":` + ep + `,"records":[{"type":"agent.thought","content":"` + strings.Repeat("x", 5<<20) + `","author_id":"agent:a"}]}`
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		code, field              string
+	}{
+		{"session malformed", "POST", "/v1/sessions", `{"project":`, 400, "invalid_argument", ""},
+		{"session bad project", "POST", "/v1/sessions", `{"project":"Hashi!","name":"x"}`, 400, "invalid_argument", "project"},
+		{"session wrong type", "POST", "/v1/sessions", `{"project":"hashi","name":7}`, 400, "invalid_argument", "name"},
+		{"session unknown field", "POST", "/v1/sessions", `{"project":"hashi","name":"x","owner":"me"}`, 400, "invalid_argument", "owner"},
+		{"session fork from nothing", "POST", "/v1/sessions", `{"project":"hashi","name":"x","from_ledger_id":"` + unknown + `"}`, 400, "invalid_argument", "from_ledger_id"},
+		{"session fork bad id", "POST", "/v1/sessions", `{"project":"hashi","name":"x","from_ledger_id":"nope"}`, 400, "invalid_argument", "from_ledger_id"},
+		{"get unknown session", "GET", "/v1/sessions/" + unknown, ``, 404, "not_found", ""},
+		{"get invalid session id", "GET", "/v1/sessions/xyz", ``, 400, "invalid_argument", "id"},
+		{"log unknown session", "GET", "/v1/sessions/" + unknown + "/log", ``, 404, "not_found", ""},
+		{"log bad limit", "GET", "/v1/sessions/" + s.ID + "/log?limit=0", ``, 400, "invalid_argument", "limit"},
+		{"log bad cursor", "GET", "/v1/sessions/" + s.ID + "/log?cursor=bm9wZQ", ``, 400, "invalid_argument", "cursor"},
+		{"verify bad expect hash", "GET", "/v1/sessions/" + s.ID + "/verify?expect_head_hash=abc", ``, 400, "invalid_argument", "expect_head_hash"},
+		{"head unknown ledger", "POST", "/v1/sessions/" + done.ID + "/head", `{"ledger_id":"` + unknown + `","expected_head":"` + *closed.OutputLedgerID + `"}`, 400, "invalid_argument", "ledger_id"},
+		{"head while a turn is open", "POST", "/v1/sessions/" + s.ID + "/head", `{"ledger_id":"` + tr.ContextLedgerID + `","expected_head":"` + tr.ContextLedgerID + `"}`, 409, "conflict", ""},
+		{"head of unknown session", "POST", "/v1/sessions/" + unknown + "/head", `{"ledger_id":"` + tr.ContextLedgerID + `","expected_head":null}`, 404, "not_found", ""},
+		{"open without instruction", "POST", "/v1/sessions/" + done.ID + "/turns", `{}`, 400, "invalid_argument", "instruction"},
+		{"open wrong instruction type", "POST", "/v1/sessions/" + done.ID + "/turns", `{"instruction":{"type":"agent.thought","content":1,"author_id":"user:a"}}`, 400, "invalid_argument", "instruction.type"},
+		{"open bad author", "POST", "/v1/sessions/" + done.ID + "/turns", `{"instruction":{"content":1,"author_id":"bot"}}`, 400, "invalid_argument", "instruction.author_id"},
+		{"open unknown context record", "POST", "/v1/sessions/" + done.ID + "/turns", `{"instruction":{"content":1,"author_id":"user:a"},"context":[{"record_id":"` + unknown + `"}]}`, 400, "invalid_argument", ""},
+		{"open context both forms", "POST", "/v1/sessions/" + done.ID + "/turns", `{"instruction":{"content":1,"author_id":"user:a"},"context":[{"record_id":"` + unknown + `","type":"sys.context"}]}`, 400, "invalid_argument", "context[0].record_id"},
+		{"open bad deadline", "POST", "/v1/sessions/" + done.ID + "/turns", `{"instruction":{"content":1,"author_id":"user:a"},"deadline_seconds":-5}`, 400, "invalid_argument", "deadline_seconds"},
+		{"open bad dispatch", "POST", "/v1/sessions/" + done.ID + "/turns", `{"instruction":{"content":1,"author_id":"user:a"},"dispatch":"a.b"}`, 400, "invalid_argument", "dispatch"},
+		{"open with memory (not built)", "POST", "/v1/sessions/" + done.ID + "/turns", `{"instruction":{"content":1,"author_id":"user:a"},"memory":{"query":"x"}}`, 400, "invalid_argument", "memory"},
+		{"open a second turn", "POST", "/v1/sessions/" + s.ID + "/turns", `{"instruction":{"content":1,"author_id":"user:a"}}`, 409, "conflict", ""},
+		{"open on unknown session", "POST", "/v1/sessions/" + unknown + "/turns", `{"instruction":{"content":1,"author_id":"user:a"}}`, 404, "not_found", ""},
+		{"claim a claimed turn", "POST", "/v1/turns/" + tr.ID + "/claim", `{"worker":"agent:b"}`, 409, "conflict", ""},
+		{"claim bad worker", "POST", "/v1/turns/" + tr.ID + "/claim", `{"worker":"b"}`, 400, "invalid_argument", "worker"},
+		{"claim bad lease", "POST", "/v1/turns/" + tr.ID + "/claim", `{"worker":"agent:b","lease_seconds":-1}`, 400, "invalid_argument", "lease_seconds"},
+		{"claim unknown turn", "POST", "/v1/turns/" + unknown + "/claim", `{"worker":"agent:b"}`, 404, "not_found", ""},
+		{"renew stale epoch", "POST", "/v1/turns/" + tr.ID + "/renew", `{"epoch":99}`, 409, "conflict", ""},
+		{"append second deliverable", "POST", "/v1/turns/" + tr.ID + "/records", `{"epoch":` + ep + `,"records":[{"type":"task.deliverable","content":"again","author_id":"agent:a"}]}`, 409, "conflict", ""},
+		{"append nothing", "POST", "/v1/turns/" + tr.ID + "/records", `{"epoch":` + ep + `,"records":[]}`, 400, "invalid_argument", "records"},
+		{"append unknown type", "POST", "/v1/turns/" + tr.ID + "/records", `{"epoch":` + ep + `,"records":[{"type":"agent.dream","content":1,"author_id":"agent:a"}]}`, 400, "invalid_argument", "records[0].type"},
+		{"append oversize", "POST", "/v1/turns/" + tr.ID + "/records", huge, 413, "too_large", ""},
+		{"append epoch wrong type", "POST", "/v1/turns/" + tr.ID + "/records", `{"epoch":"one","records":[]}`, 400, "invalid_argument", "epoch"},
+		{"append to closed turn", "POST", "/v1/turns/" + closed.ID + "/records", `{"records":[{"type":"agent.thought","content":1,"author_id":"agent:a"}]}`, 409, "conflict", ""},
+		{"close unknown status", "POST", "/v1/turns/" + tr.ID + "/close", `{"epoch":` + ep + `,"status":"done"}`, 400, "invalid_argument", "status"},
+		{"close a closed turn", "POST", "/v1/turns/" + closed.ID + "/close", `{"status":"complete"}`, 409, "conflict", ""},
+		{"get unknown turn", "GET", "/v1/turns/" + unknown, ``, 404, "not_found", ""},
+		{"list bad state", "GET", "/v1/turns?state=sleeping", ``, 400, "invalid_argument", "state"},
+		{"list bad session id", "GET", "/v1/turns?session_id=x", ``, 400, "invalid_argument", "session_id"},
+		{"import nothing", "POST", "/v1/admin/import", `{}`, 400, "invalid_argument", ""},
+		{"import not json", "POST", "/v1/admin/import", `records`, 400, "invalid_argument", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := c.state()
+			ct := ""
+			if tc.method == "POST" {
+				ct = "application/json"
+			}
+			st, m, raw := c.do(tc.method, tc.path, ct, []byte(tc.body))
+			if st != tc.status {
+				t.Fatalf("status: got %d, want %d (%.300s)", st, tc.status, raw)
+			}
+			e, ok := m["error"].(map[string]any)
+			if !ok || e["code"] != tc.code || e["message"] == "" {
+				t.Fatalf("error body: got %.300s, want code %s", raw, tc.code)
+			}
+			if tc.field != "" {
+				if d, _ := e["details"].(map[string]any); d["field"] != tc.field {
+					t.Errorf("details.field: got %v, want %s (%.300s)", d["field"], tc.field, raw)
+				}
+			}
+			if after := c.state(); after != before {
+				t.Errorf("state changed: %s -> %s", before, after)
+			}
+		})
+	}
+}
+
+// TestIdempotency_TurnWrites retries the head move, claim, renew, append,
+// close and import with their keys: the first answer comes back and nothing
+// is written twice.
+func TestIdempotency_TurnWrites(t *testing.T) {
+	c, _ := newDaemon(t)
+	post := func(path, key, body string) (int, string) {
+		req, _ := http.NewRequest("POST", c.base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	twice := func(path, key, body string) string {
+		t.Helper()
+		st1, b1 := post(path, key, body)
+		if st1/100 != 2 {
+			t.Fatalf("%s: %d %s", path, st1, b1)
+		}
+		before := c.state()
+		st2, b2 := post(path, key, body)
+		if st2 != st1 || b2 != b1 {
+			t.Fatalf("%s retry: %d %s, want %d %s", path, st2, b2, st1, b1)
+		}
+		if c.state() != before {
+			t.Fatalf("%s retry wrote something", path)
+		}
+		return b1
+	}
+	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"idem"}`, 201))
+	r := decode[kura.Record](t, c.mustPost("/v1/records", `{"type":"agent.thought","content":"x","author_id":"agent:a"}`, 201))
+	l := decode[kura.Ledger](t, []byte(twice("/v1/ledgers", "ledger", `{"label":"l","record_ids":["`+r.ID+`"]}`)))
+	twice("/v1/sessions/"+s.ID+"/head", "head", `{"ledger_id":"`+l.ID+`","expected_head":null}`)
+	tr := decode[kura.Turn](t, []byte(twice("/v1/sessions/"+s.ID+"/turns", "open", `{"instruction":{"content":"go","author_id":"user:oles"}}`)))
+	lease := decode[kura.Lease](t, []byte(twice("/v1/turns/"+tr.ID+"/claim", "claim", `{"worker":"agent:a"}`)))
+	twice("/v1/turns/"+tr.ID+"/renew", "renew", fmt.Sprintf(`{"epoch":%d,"lease_seconds":120}`, lease.Epoch))
+	twice("/v1/turns/"+tr.ID+"/records", "append", fmt.Sprintf(`{"epoch":%d,"records":[{"type":"agent.thought","content":"once","author_id":"agent:a"}]}`, lease.Epoch))
+	cl := decode[kura.Turn](t, []byte(twice("/v1/turns/"+tr.ID+"/close", "close", fmt.Sprintf(`{"epoch":%d,"status":"failed"}`, lease.Epoch))))
+	if len(cl.OutputRecordIDs) != 2 || cl.State != kura.TurnFailed {
+		t.Fatalf("closed turn: %+v, want the one append plus the system deliverable", cl)
+	}
+	if epoch := decode[kura.Turn](t, c.mustGet("/v1/turns/"+tr.ID)).Epoch; epoch != 1 {
+		t.Fatalf("epoch after a retried claim: %d, want 1", epoch)
 	}
 }
