@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -55,6 +56,8 @@ type Store interface {
 	ListTurns(ctx context.Context, sessionID, state, after string, limit int) ([]kura.Turn, string, error)
 	Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportResult, error)
 	LastEventSeq() int64
+	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
+	EventsChanged() <-chan struct{}
 	Counts() map[string]int64
 	PublicKey() ed25519.PublicKey
 }
@@ -63,6 +66,13 @@ type Store interface {
 type Bus interface {
 	Addr() string
 	Running() bool
+}
+
+// Doorbell is what the API reports about the outbox publisher.
+type Doorbell interface {
+	PublishedSeq() int64
+	Lag() int64
+	Health() string // "" while publishing works
 }
 
 // Config holds what the server reports and enforces.
@@ -75,6 +85,7 @@ type Config struct {
 	Registry      *prometheus.Registry // nil: metrics are not served
 	// TurnDeadline is the deadline of turns opened without deadline_seconds.
 	TurnDeadline time.Duration
+	Doorbell     Doorbell // nil: no publisher (tests of the API alone)
 }
 
 // Server is the HTTP API.
@@ -86,6 +97,9 @@ type Server struct {
 	started time.Time
 	metrics *httpMetrics
 	router  chi.Router
+
+	closing   chan struct{} // closed by CloseStreams at shutdown
+	closeOnce sync.Once
 }
 
 // New wires the routes.
@@ -96,7 +110,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
 	}
-	s := &Server{cfg: cfg, store: store, bus: bus, log: cfg.Logger, started: time.Now()}
+	s := &Server{cfg: cfg, store: store, bus: bus, log: cfg.Logger, started: time.Now(), closing: make(chan struct{})}
 	if cfg.Registry != nil {
 		s.metrics = newHTTPMetrics(cfg.Registry)
 	}
@@ -116,6 +130,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 		s.registerLedgerRoutes(r)
 		s.registerSessionRoutes(r)
 		s.registerTurnRoutes(r)
+		s.registerEventRoutes(r)
 		r.Post("/admin/import", s.idempotent(s.handleImport))
 	})
 	s.router = r

@@ -35,13 +35,23 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		checks["nats"] = "not running"
 		ok = false
 	}
+	status := "ready"
+	if d := s.cfg.Doorbell; d != nil {
+		// SQLite is the truth and the outbox keeps every event, so a stalled
+		// doorbell degrades kurad without making it unready for writes.
+		checks["doorbell"] = "ok"
+		if h := d.Health(); h != "" {
+			checks["doorbell"] = h
+			status = "degraded"
+		}
+	}
 	if !ok {
 		// Non-2xx answers always carry the error body; the checks say what failed.
 		e := kura.Errorf(kura.EUnavailable, "kurad is not ready").WithDetail("checks", checks)
 		s.writeError(w, r, e)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+	s.writeJSON(w, http.StatusOK, map[string]any{"status": status, "checks": checks})
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
@@ -56,6 +66,9 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.bus != nil {
 		info.NATS.Addr = s.bus.Addr()
+	}
+	if d := s.cfg.Doorbell; d != nil {
+		info.Outbox = &kura.OutboxInfo{PublishedSeq: d.PublishedSeq(), Lag: d.Lag()}
 	}
 	s.writeJSON(w, http.StatusOK, info)
 }

@@ -38,6 +38,7 @@ type Main struct {
 
 	store    *store.DB
 	bus      *bus.Bus
+	doorbell *bus.Publisher
 	http     *http.Server
 	listener net.Listener
 	serveErr chan error
@@ -97,9 +98,20 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.bus.Open(ctx); err != nil {
 		return err
 	}
+	m.doorbell, err = m.bus.NewPublisher(m.store, bus.PublisherConfig{Logger: m.Logger.With("component", "doorbell")})
+	if err != nil {
+		return err
+	}
+	// Hook first, then start: the publisher dedupes by seq, so an event seen
+	// both ways goes out once, and none falls between the two.
+	m.store.OnCommit(m.doorbell.Notify)
+	if err := m.doorbell.Start(ctx); err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerStoreMetrics(reg, m.store)
+	registerDoorbellMetrics(reg, m.doorbell, m.bus)
 	srv := api.New(api.Config{
 		Version:       m.Version,
 		SchemaVersion: store.SchemaVersion,
@@ -108,6 +120,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:        m.Logger.With("component", "api"),
 		Registry:      reg,
 		TurnDeadline:  cfg.TurnDeadline,
+		Doorbell:      m.doorbell,
 	}, m.store, m.bus)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -123,6 +136,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(m.Logger.With("component", "http").Handler(), slog.LevelWarn),
 	}
+	m.http.RegisterOnShutdown(srv.CloseStreams)
 	m.serveErr = make(chan error, 1)
 	go func() { m.serveErr <- m.http.Serve(ln) }()
 	if cfg.DebugAddr != "" {
@@ -208,6 +222,14 @@ func (m *Main) Close(ctx context.Context) error {
 		m.debug.Close()
 		m.debug = nil
 	}
+	// The publisher goes before the store: its last cursor save goes
+	// through the writer.
+	if m.doorbell != nil {
+		if err := m.doorbell.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		m.doorbell = nil
+	}
 	if m.store != nil {
 		if err := m.store.Close(ctx); err != nil {
 			errs = append(errs, err)
@@ -241,6 +263,24 @@ func (m *Main) startDebug(addr string) error {
 	go m.debug.Serve(ln)
 	m.Logger.Info("pprof listening", "addr", ln.Addr().String())
 	return nil
+}
+
+// registerDoorbellMetrics exports the publisher's progress and the NATS
+// server's client count.
+func registerDoorbellMetrics(reg *prometheus.Registry, p *bus.Publisher, b *bus.Bus) {
+	st := p.Stats()
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_outbox_published_events_total", Help: "Events published on NATS by the doorbell (at least once: replays after a restart count again)."},
+			func() float64 { return float64(st.Published.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_outbox_publish_errors_total", Help: "Failed publishes and outbox reads; the events stay in the outbox and are retried."},
+			func() float64 { return float64(st.Errors.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_outbox_lag_events", Help: "Committed events not yet published (last committed seq - last published seq)."},
+			func() float64 { return float64(p.Lag()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_outbox_published_seq", Help: "Seq of the newest published event."},
+			func() float64 { return float64(p.PublishedSeq()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_nats_connections", Help: "Clients connected to the embedded NATS server (the doorbell's own included)."},
+			func() float64 { return float64(b.NumClients()) }),
+	)
 }
 
 // registerStoreMetrics exports the writer's counters; the store itself

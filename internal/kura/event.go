@@ -44,7 +44,53 @@ type Info struct {
 	NATS          struct {
 		Addr string `json:"addr"`
 	} `json:"nats"`
-	PublicKey   string   `json:"public_key"`
-	RecordTypes []string `json:"record_types"`
-	StartedAt   string   `json:"started_at"`
+	Outbox      *OutboxInfo `json:"outbox,omitempty"`
+	PublicKey   string      `json:"public_key"`
+	RecordTypes []string    `json:"record_types"`
+	StartedAt   string      `json:"started_at"`
+}
+
+// EventTypes are the event types kurad writes (API.md, "Events"); a filter
+// naming any other type is refused rather than silently matching nothing.
+var EventTypes = []string{
+	"record.written", "record.redacted", "ledger.written",
+	"session.created", "session.head",
+	"turn.opened", "turn.claimed", "turn.complete", "dispatch",
+	"memory.node", "memory.relation", "memory.lifecycle", "memory.feedback",
+	"context.compiled", "kb.changed",
+}
+
+// ValidEventType reports whether t is one of EventTypes.
+func ValidEventType(t string) bool {
+	for _, k := range EventTypes {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// EventFilter selects events for the catch-up feed: seq > After, oldest
+// first, at most Limit, optionally only some types and one project.
+type EventFilter struct {
+	After   int64
+	Limit   int
+	Types   []string
+	Project string
+}
+
+// EventPage is one answer of the event feed. NextAfter is the seq to pass as
+// after= next time: the last event returned, or, when a filter skipped rows,
+// the last seq examined, so a client never rescans what it has seen.
+type EventPage struct {
+	Events    []Event `json:"-"`
+	NextAfter int64   `json:"next_after"`
+	LastSeq   int64   `json:"last_seq"`
+}
+
+// OutboxInfo is the doorbell's progress in GET /v1/info: the newest
+// published seq and how many committed events still wait.
+type OutboxInfo struct {
+	PublishedSeq int64 `json:"published_seq"`
+	Lag          int64 `json:"lag"`
 }

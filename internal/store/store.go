@@ -81,6 +81,8 @@ type DB struct {
 	counts  struct{ records, ledgers, events atomic.Int64 }
 	hookMu  sync.Mutex
 	hooks   []CommitHook
+	evMu    sync.Mutex
+	evCh    chan struct{} // closed and replaced at each commit that wrote events
 	stats   WriterStats
 
 	walFrames     atomic.Int64 // frames not yet checkpointed at the last checkpoint
@@ -131,7 +133,7 @@ func New(cfg Config) *DB {
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = time.Second
 	}
-	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1)}
+	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1), evCh: make(chan struct{})}
 }
 
 // Connection roles: the writer, the read pool and the checkpointer.

@@ -353,6 +353,10 @@ func (db *DB) committed(batch []*job, results []error, events []kura.Event) {
 		j.done <- results[i]
 	}
 	if len(events) > 0 {
+		db.evMu.Lock()
+		close(db.evCh)
+		db.evCh = make(chan struct{})
+		db.evMu.Unlock()
 		db.hookMu.Lock()
 		hooks := db.hooks
 		db.hookMu.Unlock()

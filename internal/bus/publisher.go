@@ -1,0 +1,340 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/nats-io/nats.go"
+)
+
+// Outbox is what the publisher needs from the store: the committed event
+// log and a place to keep its cursor.
+type Outbox interface {
+	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
+	LastEventSeq() int64
+	PublishedSeq(ctx context.Context) (int64, error)
+	SavePublishedSeq(ctx context.Context, seq int64) error
+}
+
+// PublisherConfig tunes the publisher; zero values take the defaults.
+type PublisherConfig struct {
+	// SaveEvery is how often the cursor is written to SQLite. After a crash
+	// at most this much is published a second time.
+	SaveEvery time.Duration
+	// MaxPending bounds the events held in memory between the writer and
+	// the publisher; past it they are read back from SQLite instead.
+	MaxPending int
+	// PageSize is how many events one catch-up read fetches.
+	PageSize int
+	Logger   *slog.Logger
+}
+
+// PublisherStats are the counters the metrics layer reads.
+type PublisherStats struct {
+	Published atomic.Int64
+	Errors    atomic.Int64
+}
+
+// Publisher rings the doorbell: it publishes every committed event row, in
+// seq order, as a pointer payload on the event's subject. Events reach it
+// from the writer's commit hook (the fast path) and from SQLite (start-up,
+// gaps, overflow and recovery after a failed publish), so nothing committed
+// is skipped and nothing uncommitted is ever seen. Its cursor lives in
+// SQLite: delivery is at least once across crashes.
+type Publisher struct {
+	out Outbox
+	nc  *nats.Conn
+	cfg PublisherConfig
+	log *slog.Logger
+
+	mu       sync.Mutex
+	pending  []kura.Event
+	spare    []kura.Event
+	overflow bool
+	wake     chan struct{}
+
+	published atomic.Int64 // every event up to this seq was handed to NATS
+	failing   atomic.Value // string: why the last publish failed, "" when fine
+	stats     PublisherStats
+
+	saveReq chan int64
+	stop    chan struct{}
+	done    chan struct{}
+	saved   chan struct{}
+	once    sync.Once
+	started atomic.Bool
+
+	// beforePublish lets tests stop the publisher at a chosen event.
+	beforePublish func(e *kura.Event) error
+}
+
+// NewPublisher connects to the embedded server in-process (no TCP port, no
+// credentials to manage) and returns a publisher that starts with Start.
+func (b *Bus) NewPublisher(out Outbox, cfg PublisherConfig) (*Publisher, error) {
+	if b.srv == nil {
+		return nil, errors.New("nats server is not running")
+	}
+	if cfg.SaveEvery <= 0 {
+		cfg.SaveEvery = 250 * time.Millisecond
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = 1 << 16
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = 1000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = b.log
+	}
+	p := &Publisher{out: out, cfg: cfg, log: cfg.Logger,
+		wake: make(chan struct{}, 1), saveReq: make(chan int64, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), saved: make(chan struct{})}
+	p.failing.Store("")
+	nc, err := nats.Connect("", nats.InProcessServer(b.srv), nats.Name("kurad-doorbell"),
+		// While disconnected, a publish must fail rather than sit in a
+		// client-side buffer that dies with the process: the cursor then
+		// stays put and SQLite replays the events once NATS is back.
+		nats.ReconnectBufSize(-1),
+		nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if !nc.IsClosed() {
+				p.setFailing(fmt.Sprintf("disconnected from NATS: %v", err))
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { p.log.Info("doorbell reconnected to NATS"); p.kick() }),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("doorbell connect: %w", err)
+	}
+	p.nc = nc
+	return p, nil
+}
+
+// Notify is the store's commit hook: it queues the committed events and
+// wakes the publisher without blocking the writer.
+func (p *Publisher) Notify(events []kura.Event) {
+	p.mu.Lock()
+	if !p.overflow {
+		if len(p.pending)+len(events) > p.cfg.MaxPending {
+			// SQLite has them all; drop the copies and read back instead.
+			p.pending = p.pending[:0]
+			p.overflow = true
+		} else {
+			p.pending = append(p.pending, events...)
+		}
+	}
+	p.mu.Unlock()
+	p.kick()
+}
+
+func (p *Publisher) kick() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start loads the saved cursor and starts publishing from it: events
+// committed while kurad was down (or never published before a crash) go
+// out first, in order.
+func (p *Publisher) Start(ctx context.Context) error {
+	cursor, err := p.out.PublishedSeq(ctx)
+	if err != nil {
+		return fmt.Errorf("doorbell cursor: %w", err)
+	}
+	p.published.Store(cursor)
+	p.started.Store(true)
+	if lag := p.out.LastEventSeq() - cursor; lag > 0 {
+		p.log.Info("doorbell resuming", "published_seq", cursor, "to_publish", lag)
+	}
+	go p.saver(cursor)
+	go p.loop()
+	return nil
+}
+
+// PublishedSeq is the seq of the newest event handed to NATS.
+func (p *Publisher) PublishedSeq() int64 { return p.published.Load() }
+
+// Lag is how many committed events are not yet published.
+func (p *Publisher) Lag() int64 { return max(0, p.out.LastEventSeq()-p.published.Load()) }
+
+// Stats exposes the counters.
+func (p *Publisher) Stats() *PublisherStats { return &p.stats }
+
+// Health is "" while the doorbell works, else what is wrong.
+func (p *Publisher) Health() string {
+	if !p.nc.IsConnected() {
+		return "doorbell not connected to NATS"
+	}
+	return p.failing.Load().(string)
+}
+
+func (p *Publisher) setFailing(why string) {
+	if p.failing.Swap(why) != why && why != "" {
+		p.log.Warn("doorbell degraded: events stay in the outbox until NATS takes them", "reason", why)
+	}
+}
+
+func (p *Publisher) loop() {
+	defer close(p.done)
+	tick := time.NewTicker(p.cfg.SaveEvery)
+	defer tick.Stop()
+	p.catchUp()
+	for {
+		select {
+		case <-p.stop:
+			p.publishPending()
+			p.catchUp()
+			return
+		case <-p.wake:
+			p.publishPending()
+		case <-tick.C:
+			// Anything a failed publish or an overflow left behind is read
+			// back from SQLite; the tick doubles as the retry backoff.
+			if p.published.Load() < p.out.LastEventSeq() {
+				p.catchUp()
+			}
+			p.requestSave()
+		}
+	}
+}
+
+// publishPending publishes what the commit hook queued, filling any gap
+// from SQLite first so the order is always seq order.
+func (p *Publisher) publishPending() {
+	p.mu.Lock()
+	batch, overflow := p.pending, p.overflow
+	p.pending, p.spare, p.overflow = p.spare[:0], batch, false
+	p.mu.Unlock()
+	if overflow {
+		p.catchUp()
+	}
+	for i := range batch {
+		e := &batch[i]
+		pub := p.published.Load()
+		if e.Seq <= pub {
+			continue
+		}
+		if e.Seq > pub+1 && !p.catchUpTo(e.Seq-1) {
+			return
+		}
+		if p.publish(e) != nil {
+			return
+		}
+	}
+}
+
+// catchUp publishes everything committed and not yet published.
+func (p *Publisher) catchUp() { p.catchUpTo(p.out.LastEventSeq()) }
+
+// catchUpTo publishes events from SQLite until the cursor reaches upto. It
+// reports false if a read or a publish failed.
+func (p *Publisher) catchUpTo(upto int64) bool {
+	for p.published.Load() < upto {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		page, err := p.out.ListEvents(ctx, kura.EventFilter{After: p.published.Load(), Limit: p.cfg.PageSize})
+		cancel()
+		if err != nil {
+			p.stats.Errors.Add(1)
+			p.setFailing("reading the outbox: " + kura.ErrorMessage(err))
+			return false
+		}
+		for i := range page.Events {
+			if p.publish(&page.Events[i]) != nil {
+				return false
+			}
+		}
+		// Seqs the page skipped over (none exist today) count as done.
+		if page.NextAfter > p.published.Load() {
+			p.published.Store(page.NextAfter)
+		}
+		if len(page.Events) == 0 {
+			return true
+		}
+	}
+	return true
+}
+
+func (p *Publisher) publish(e *kura.Event) error {
+	var err error
+	if p.beforePublish != nil {
+		err = p.beforePublish(e)
+	}
+	if err == nil {
+		err = p.nc.Publish(e.Subject, e.Pointer())
+	}
+	if err != nil {
+		p.stats.Errors.Add(1)
+		p.setFailing(fmt.Sprintf("publishing event %d: %v", e.Seq, err))
+		return err
+	}
+	p.published.Store(e.Seq)
+	p.stats.Published.Add(1)
+	if p.failing.Load().(string) != "" {
+		p.failing.Store("")
+		p.log.Info("doorbell publishing again", "seq", e.Seq)
+	}
+	return nil
+}
+
+func (p *Publisher) requestSave() {
+	select {
+	case p.saveReq <- p.published.Load():
+	default:
+	}
+}
+
+// saver writes the cursor in its own goroutine so the fsync never delays a
+// publish. It saves a seq only after a flush round trip proved the server
+// holds every event up to it.
+func (p *Publisher) saver(saved int64) {
+	defer close(p.saved)
+	save := func(seq int64) {
+		if seq <= saved {
+			return
+		}
+		if err := p.nc.FlushTimeout(5 * time.Second); err != nil {
+			return // not proven delivered: keep the old cursor
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.out.SavePublishedSeq(ctx, seq); err != nil {
+			p.log.Warn("doorbell cursor not saved", "seq", seq, "err", err)
+			return
+		}
+		saved = seq
+	}
+	for {
+		select {
+		case seq := <-p.saveReq:
+			save(seq)
+		case <-p.done:
+			save(p.published.Load())
+			return
+		}
+	}
+}
+
+// Close publishes what is committed, saves the cursor and disconnects. The
+// store must still accept writes (the cursor goes through its writer).
+func (p *Publisher) Close(ctx context.Context) error {
+	var err error
+	p.once.Do(func() {
+		close(p.stop)
+		if p.started.Load() {
+			select {
+			case <-p.saved:
+			case <-ctx.Done():
+				err = fmt.Errorf("doorbell close: %w", ctx.Err())
+			}
+		}
+		p.nc.Close()
+	})
+	return err
+}

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// eventScanWindow bounds how many seqs one filtered feed query examines, so
+// a filter that matches rarely cannot turn one request into a scan of the
+// whole log; the client continues from next_after.
+const eventScanWindow = 20000
+
+// ListEvents answers the catch-up feed: committed events with seq > After,
+// oldest first.
+func (db *DB) ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error) {
+	last := db.LastEventSeq()
+	page := &kura.EventPage{LastSeq: last, NextAfter: f.After, Events: []kura.Event{}}
+	if f.After >= last {
+		return page, nil
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	upper := last
+	var q strings.Builder
+	q.WriteString("SELECT seq, id, type, project, subject, refs, created_at FROM events WHERE seq > ? AND seq <= ?")
+	if len(f.Types) > 0 || f.Project != "" {
+		upper = min(last, f.After+eventScanWindow)
+	}
+	args := []any{f.After, upper}
+	if f.Project != "" {
+		q.WriteString(" AND project = ?")
+		args = append(args, f.Project)
+	}
+	if len(f.Types) > 0 {
+		q.WriteString(" AND type IN (?" + strings.Repeat(",?", len(f.Types)-1) + ")")
+		for _, t := range f.Types {
+			args = append(args, t)
+		}
+	}
+	q.WriteString(" ORDER BY seq LIMIT " + strconv.Itoa(f.Limit))
+	rows, err := db.rdb.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		page.Events = append(page.Events, *e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	if n := len(page.Events); n == f.Limit {
+		page.NextAfter = page.Events[n-1].Seq
+	} else {
+		page.NextAfter = upper
+	}
+	return page, nil
+}
+
+func scanEvent(row rowScanner) (*kura.Event, error) {
+	var e kura.Event
+	var refs string
+	if err := row.Scan(&e.Seq, &e.ID, &e.Type, &e.Project, &e.Subject, &refs, &e.CreatedAt); err != nil {
+		return nil, mapErr(err)
+	}
+	if err := json.Unmarshal([]byte(refs), &e.Refs); err != nil {
+		return nil, kura.Errorf(kura.EInternal, "event %d: stored refs are not a JSON object: %v", e.Seq, err)
+	}
+	return &e, nil
+}
+
+// EventsChanged returns a channel closed at the next commit that writes an
+// event: long polls and streams wait on it instead of polling the database.
+func (db *DB) EventsChanged() <-chan struct{} {
+	db.evMu.Lock()
+	defer db.evMu.Unlock()
+	return db.evCh
+}
+
+const publishedKey = "outbox_published_seq"
+
+// PublishedSeq is the doorbell's saved cursor: every event up to it has been
+// handed to NATS. Events after it are published again after a restart.
+func (db *DB) PublishedSeq(ctx context.Context) (int64, error) {
+	var v string
+	err := db.rdb.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", publishedKey).Scan(&v)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, nil
+		}
+		return 0, mapErr(err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, kura.Errorf(kura.EInternal, "meta %s is not a number: %q", publishedKey, v)
+	}
+	return n, nil
+}
+
+var qSavePublished = wsql(`INSERT INTO meta(key, value) VALUES('` + publishedKey + `', ?)
+	ON CONFLICT(key) DO UPDATE SET value = excluded.value
+	WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER)`)
+
+// SavePublishedSeq moves the doorbell's cursor forward (never back). It is
+// bookkeeping, not a mutation of Kura's data, so it writes no event.
+func (db *DB) SavePublishedSeq(ctx context.Context, seq int64) error {
+	return db.Update(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(qSavePublished, strconv.FormatInt(seq, 10))
+		return err
+	})
+}
