@@ -1,0 +1,483 @@
+package bus
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/store"
+	"github.com/nats-io/nats.go"
+)
+
+// doorbell is a store, an embedded NATS server and a publisher wired the way
+// kurad wires them.
+type doorbell struct {
+	db  *store.DB
+	bus *Bus
+	pub *Publisher
+}
+
+func openStore(tb testing.TB, path string, key ed25519.PrivateKey) *store.DB {
+	tb.Helper()
+	db := store.New(store.Config{Path: path, Signer: key})
+	if err := db.Open(context.Background()); err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	return db
+}
+
+func openBus(tb testing.TB) *Bus {
+	tb.Helper()
+	b := New(Config{Addr: "127.0.0.1:0"})
+	if err := b.Open(context.Background()); err != nil {
+		tb.Fatalf("open bus: %v", err)
+	}
+	return b
+}
+
+// startDoorbell opens everything on the database at path; hook, if set, runs
+// before each publish. close stops it all in kurad's order.
+func startDoorbell(tb testing.TB, path string, key ed25519.PrivateKey, cfg PublisherConfig, hook func(*kura.Event) error) (*doorbell, func()) {
+	tb.Helper()
+	d := &doorbell{db: openStore(tb, path, key), bus: openBus(tb)}
+	pub, err := d.bus.NewPublisher(d.db, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pub.beforePublish = hook
+	d.pub = pub
+	d.db.OnCommit(pub.Notify)
+	if err := pub.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	var once sync.Once
+	closeAll := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := pub.Close(ctx); err != nil {
+				tb.Errorf("close publisher: %v", err)
+			}
+			if err := d.db.Close(ctx); err != nil {
+				tb.Errorf("close store: %v", err)
+			}
+			d.bus.Close(ctx)
+		})
+	}
+	tb.Cleanup(closeAll)
+	return d, closeAll
+}
+
+func newKey(tb testing.TB) ed25519.PrivateKey {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+// subscriber collects pointer payloads from an ordinary TCP NATS client.
+type subscriber struct {
+	mu   sync.Mutex
+	msgs []*nats.Msg
+}
+
+func subscribe(tb testing.TB, b *Bus, subject string) *subscriber {
+	tb.Helper()
+	nc, err := nats.Connect("nats://" + b.Addr())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	s := &subscriber{}
+	if _, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		s.mu.Lock()
+		s.msgs = append(s.msgs, m)
+		s.mu.Unlock()
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// wait returns the messages once there are n, failing after a bound.
+func (s *subscriber) wait(tb testing.TB, n int) []*nats.Msg {
+	tb.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s.mu.Lock()
+		got := append([]*nats.Msg(nil), s.msgs...)
+		s.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("received %d messages, want %d", len(got), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// seqs decodes the payloads and returns their seqs in arrival order.
+func seqs(tb testing.TB, msgs []*nats.Msg) []int64 {
+	tb.Helper()
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		var p struct {
+			Seq int64 `json:"seq"`
+		}
+		if err := json.Unmarshal(m.Data, &p); err != nil {
+			tb.Fatalf("payload %q: %v", m.Data, err)
+		}
+		out[i] = p.Seq
+	}
+	return out
+}
+
+func records(n, from int) []kura.RecordInput {
+	ins := make([]kura.RecordInput, n)
+	for i := range ins {
+		ins[i] = kura.RecordInput{Type: "agent.thought", AuthorID: "agent:bmo",
+			Content: json.RawMessage(fmt.Sprintf(`{"n":%d}`, from+i))}
+	}
+	return ins
+}
+
+// wantRun fails unless got is exactly from, from+1, ..., to.
+func wantRun(tb testing.TB, got []int64, from, to int64) {
+	tb.Helper()
+	if int64(len(got)) != to-from+1 {
+		tb.Fatalf("got %d seqs (%v...), want %d..%d", len(got), head(got), from, to)
+	}
+	for i, s := range got {
+		if s != from+int64(i) {
+			tb.Fatalf("seq at %d is %d, want %d (order or duplicate broken)", i, s, from+int64(i))
+		}
+	}
+}
+
+func head(s []int64) []int64 { return s[:min(len(s), 10)] }
+
+func TestPublisher_SubscriberGetsPointerToCommittedData(t *testing.T) {
+	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{}, nil)
+	sub := subscribe(t, d.bus, "oclaw.v1.>")
+	ctx := context.Background()
+	in := kura.RecordInput{Type: "agent.thought", AuthorID: "agent:bmo",
+		Content:  json.RawMessage(`{"text":"the doorbell rings"}`),
+		Metadata: map[string]string{"project_id": "hashi"}}
+	rec, err := d.db.CreateRecord(ctx, &in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sub.wait(t, 1)[0]
+	if m.Subject != "oclaw.v1.hashi.evt.record.written" {
+		t.Errorf("subject %q", m.Subject)
+	}
+	if len(m.Data) >= 512 {
+		t.Errorf("payload is %d bytes, want < 512", len(m.Data))
+	}
+	var p map[string]any
+	if err := json.Unmarshal(m.Data, &p); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"seq": true, "type": true, "project": true, "at": true, "record_id": true}
+	for k := range p {
+		if !want[k] {
+			t.Errorf("payload carries %q: pointers only (%s)", k, m.Data)
+		}
+	}
+	if p["type"] != "record.written" || p["project"] != "hashi" || p["seq"] != float64(1) {
+		t.Errorf("payload %s", m.Data)
+	}
+	got, err := d.db.GetRecord(ctx, p["record_id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hash != rec.Hash || string(got.Content) != string(rec.Content) {
+		t.Errorf("record_id resolves to %+v, want %+v", got, rec)
+	}
+}
+
+func TestPublisher_SeqOrderAcrossConcurrentWriters(t *testing.T) {
+	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{}, nil)
+	sub := subscribe(t, d.bus, "oclaw.v1.default.>")
+	var wg sync.WaitGroup
+	const writers, each = 4, 25
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				ins := records(1+i%3, w*1000+i*10)
+				if _, err := d.db.CreateRecords(context.Background(), ins); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := d.db.LastEventSeq()
+	wantRun(t, seqs(t, sub.wait(t, int(n))), 1, n)
+}
+
+// A job that wrote an event row and then failed is rolled back with it:
+// nothing is published for it, and what is published is exactly the
+// committed log.
+func TestPublisher_NothingForRolledBackWrites(t *testing.T) {
+	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{}, nil)
+	sub := subscribe(t, d.bus, "oclaw.v1.>")
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			if i%2 == 0 {
+				err := d.db.Update(ctx, func(tx *store.Tx) error {
+					if err := tx.AddEvent("record.written", "ghost", map[string]string{"record_id": "never"}); err != nil {
+						return err
+					}
+					return errors.New("changed my mind")
+				})
+				if err == nil {
+					t.Error("failing job reported success")
+				}
+				return
+			}
+			if _, err := d.db.CreateRecords(ctx, records(2, i*10)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	n := d.db.LastEventSeq()
+	if n != 20 {
+		t.Fatalf("last seq %d, want 20 committed events", n)
+	}
+	msgs := sub.wait(t, 20)
+	wantRun(t, seqs(t, msgs), 1, 20)
+	time.Sleep(50 * time.Millisecond) // room for a stray extra message
+	for _, m := range sub.wait(t, 20) {
+		if m.Subject != "oclaw.v1.default.evt.record.written" {
+			t.Errorf("published %s: %s", m.Subject, m.Data)
+		}
+	}
+}
+
+// The publisher is stopped at a chosen event (as if kurad died between
+// commit and publish); the next start publishes everything after the saved
+// cursor, in order, and nothing before it again.
+func TestPublisher_ResumesFromSavedCursor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kura.db")
+	key := newKey(t)
+	const stopAt, total = 7, 30
+	stuck := errors.New("publisher stopped here")
+	d, closeAll := startDoorbell(t, path, key, PublisherConfig{SaveEvery: 10 * time.Millisecond}, func(e *kura.Event) error {
+		if e.Seq > stopAt {
+			return stuck
+		}
+		return nil
+	})
+	sub := subscribe(t, d.bus, "oclaw.v1.>")
+	for i := range total {
+		if _, err := d.db.CreateRecords(context.Background(), records(1, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantRun(t, seqs(t, sub.wait(t, stopAt)), 1, stopAt)
+	if d.pub.Lag() != total-stopAt {
+		t.Errorf("lag %d, want %d", d.pub.Lag(), total-stopAt)
+	}
+	if d.pub.Health() == "" {
+		t.Error("a failing publisher reports healthy")
+	}
+	if d.pub.Stats().Errors.Load() == 0 {
+		t.Error("publish errors not counted")
+	}
+	closeAll()
+
+	d2, _ := startDoorbell(t, path, key, PublisherConfig{}, nil)
+	sub2 := subscribe(t, d2.bus, "oclaw.v1.>")
+	// The subscriber connects after Start, so wait for the backlog through
+	// the published cursor, then write one more to see the live path too.
+	deadline := time.Now().Add(10 * time.Second)
+	for d2.pub.PublishedSeq() < total && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d2.pub.PublishedSeq() != total {
+		t.Fatalf("after restart published up to %d, want %d", d2.pub.PublishedSeq(), total)
+	}
+	saved, err := d2.db.PublishedSeq(context.Background())
+	if err != nil || saved < stopAt {
+		t.Fatalf("saved cursor %d (%v), want ≥ %d", saved, err, stopAt)
+	}
+	if _, err := d2.db.CreateRecords(context.Background(), records(1, 999)); err != nil {
+		t.Fatal(err)
+	}
+	wantRun(t, seqs(t, sub2.wait(t, 1)), total+1, total+1)
+}
+
+// The restart replay itself, seen by a subscriber that is there from the
+// start: exactly the events after the saved cursor, in order.
+func TestPublisher_ReplayAfterRestartIsTheMissingEvents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kura.db")
+	key := newKey(t)
+	const stopAt, total = 5, 40
+	d, closeAll := startDoorbell(t, path, key, PublisherConfig{SaveEvery: 10 * time.Millisecond}, func(e *kura.Event) error {
+		if e.Seq > stopAt {
+			return errors.New("stopped")
+		}
+		return nil
+	})
+	if _, err := d.db.CreateRecords(context.Background(), records(total, 0)); err != nil {
+		t.Fatal(err)
+	}
+	closeAll()
+
+	// Same database, a NATS server on a known port this time so the
+	// subscriber can be connected before the publisher starts.
+	db := openStore(t, path, key)
+	b := openBus(t)
+	t.Cleanup(func() { b.Close(context.Background()) })
+	sub := subscribe(t, b, "oclaw.v1.>")
+	pub, err := b.NewPublisher(db, PublisherConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.OnCommit(pub.Notify)
+	if err := pub.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pub.Close(context.Background())
+		db.Close(context.Background())
+	})
+	wantRun(t, seqs(t, sub.wait(t, total-stopAt)), stopAt+1, total)
+}
+
+// Publishing fails for a while (NATS refusing); writes go on, and once
+// publishing works again every missed event goes out in order.
+func TestPublisher_RecoversFromPublishFailures(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{SaveEvery: 20 * time.Millisecond}, func(e *kura.Event) error {
+		if failing.Load() {
+			return errors.New("nats refused")
+		}
+		return nil
+	})
+	sub := subscribe(t, d.bus, "oclaw.v1.>")
+	for i := range 10 {
+		if _, err := d.db.CreateRecords(context.Background(), records(3, i*3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.pub.Health() == "" {
+		t.Error("health is fine while every publish fails")
+	}
+	failing.Store(false)
+	wantRun(t, seqs(t, sub.wait(t, 30)), 1, 30)
+	deadline := time.Now().Add(5 * time.Second)
+	for d.pub.Health() != "" && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if h := d.pub.Health(); h != "" {
+		t.Errorf("health after recovery: %q", h)
+	}
+}
+
+// A tiny in-memory queue overflows at once: every event is then read back
+// from SQLite, still in order and once each.
+func TestPublisher_OverflowReadsBackFromSQLite(t *testing.T) {
+	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{MaxPending: 3, PageSize: 7}, nil)
+	sub := subscribe(t, d.bus, "oclaw.v1.>")
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Go(func() {
+			for i := range 5 {
+				if _, err := d.db.CreateRecords(context.Background(), records(10, w*1000+i*10)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wantRun(t, seqs(t, sub.wait(t, 150)), 1, 150)
+	time.Sleep(50 * time.Millisecond)
+	if got := len(sub.wait(t, 150)); got != 150 {
+		t.Errorf("%d messages, want 150 (duplicates)", got)
+	}
+}
+
+// Dispatch commands go to one worker of a queue group each.
+func TestPublisher_DispatchToQueueGroup(t *testing.T) {
+	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{}, nil)
+	var mu sync.Mutex
+	got := map[string]int{}
+	perWorker := [2]int{}
+	for w := range 2 {
+		nc, err := nats.Connect("nats://" + d.bus.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		if _, err := nc.QueueSubscribe("oclaw.v1.*.cmd.summariser.dispatch", "summarisers", func(m *nats.Msg) {
+			var p map[string]any
+			json.Unmarshal(m.Data, &p)
+			mu.Lock()
+			got[p["turn_id"].(string)]++
+			perWorker[w]++
+			mu.Unlock()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		nc.Flush()
+	}
+	ctx := context.Background()
+	const turns = 20
+	want := map[string]bool{}
+	for i := range turns {
+		s, err := d.db.CreateSession(ctx, &kura.SessionInput{Project: "hashi", Name: fmt.Sprintf("s%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		instr := kura.RecordInput{Type: "task.instruction", AuthorID: "user:oles", Content: json.RawMessage(`"summarise"`)}
+		turn, err := d.db.OpenTurn(ctx, s.ID, &kura.TurnOpenInput{Instruction: &instr, Dispatch: "summariser"}, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[turn.ID] = true
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == turns || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for id := range want {
+		if got[id] != 1 {
+			t.Errorf("turn %s dispatched %d times", id, got[id])
+		}
+	}
+	if len(got) != turns {
+		t.Errorf("%d turns dispatched, want %d", len(got), turns)
+	}
+	if perWorker[0] == 0 || perWorker[1] == 0 {
+		t.Logf("queue group split %v (NATS picks at random; both usually get some)", perWorker)
+	}
+}
