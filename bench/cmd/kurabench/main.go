@@ -16,6 +16,8 @@
 //	hydrate_10k                    GET /v1/ledgers/{id}/records, every page of a 10,000-record ledger
 //	verify_100k                    GET /v1/ledgers/{id}/verify of a 100,000-record ledger
 //	turns                          8 sessions looping open → append 10 records → close
+//	doorbell_latency               commit → NATS subscriber delivery at 1,000 paced writes/s, and the NATS floor
+//	doorbell_throughput            the outbox publisher under batch_1000's load: lag, drain, events/s delivered
 //
 // Every kurad phase starts its own kurad on a fresh data directory, so no
 // phase measures a database grown by an earlier one. Later issues add phases
@@ -66,6 +68,10 @@ type config struct {
 	turnSessions int           // concurrent sessions (one worker each) in the turns phase
 	turnDur      time.Duration // timed window per turns run
 
+	doorbellDur time.Duration // timed window of paced writes in doorbell_latency
+	floorDur    time.Duration // paced plain NATS publishes measuring the floor
+	outboxReqs  int           // batch requests in doorbell_throughput
+
 	reqTimeout time.Duration // per HTTP request
 }
 
@@ -102,6 +108,8 @@ func parseFlags(args []string) (*config, error) {
 		c.hydrateN, c.hydrateK = 10_000, 3
 		c.verifyN, c.verifyK = 20_000, 2
 		c.turnDur = 2 * time.Second
+		c.doorbellDur, c.floorDur = 2*time.Second, time.Second
+		c.outboxReqs = 20
 	} else {
 		c.runs, c.rawRows = 3, 50_000
 		c.singleDur, c.warmup = 10*time.Second, 2*time.Second
@@ -109,6 +117,10 @@ func parseFlags(args []string) (*config, error) {
 		c.hydrateN, c.hydrateK = 10_000, 10
 		c.verifyN, c.verifyK = 100_000, 5
 		c.turnDur = 10 * time.Second
+		c.doorbellDur, c.floorDur = 10*time.Second, 5*time.Second
+		// Four times batch_1000's run: ~150 lag samples at ~26,000 rows/s, so
+		// "sustained" means seconds of ingest, not one burst.
+		c.outboxReqs = 200
 	}
 	return c, nil
 }
@@ -146,6 +158,8 @@ var phases = []phase{
 	{"hydrate_10k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.hydratePhase(ctx) }},
 	{"verify_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.verifyPhase(ctx) }},
 	{"turns", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.turnsPhase(ctx) }},
+	{"doorbell_latency", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.doorbellLatencyPhase(ctx) }},
+	{"doorbell_throughput", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.doorbellThroughputPhase(ctx) }},
 }
 
 func main() {

@@ -80,7 +80,9 @@ type Run struct {
 	// ServerCounters are kurad's writer/store counters over the run (see
 	// serverCounters); empty when kurad exports none.
 	ServerCounters map[string]float64 `json:"server_counters,omitempty"`
-	FirstError     string             `json:"first_error,omitempty"`
+	// Doorbell is what the doorbell phases saw on the NATS subscriber.
+	Doorbell   *DoorbellRun `json:"doorbell,omitempty"`
+	FirstError string       `json:"first_error,omitempty"`
 }
 
 // Target is one goal from the issue, judged on this run's figures.
@@ -183,6 +185,10 @@ func judge(b *bench) {
 	if r := b.result("turns"); r != nil {
 		lower("turns", "", fmt.Sprintf("turns/s with %d sessions (open → append %d → close)", b.cfg.turnSessions, turnRecords), r.Median, turnsTarget)
 	}
+	if r := b.result("doorbell_latency"); r != nil {
+		upper("doorbell_latency", "p99", fmt.Sprintf("commit → subscriber delivery p99 (delivery − HTTP answer, clamped at 0) at %s writes/s", thousands(doorbellRate)), r.P99ms, doorbellP99Target)
+	}
+	judgeOutbox(b)
 	for _, r := range b.results {
 		if len(r.Targets) == 0 {
 			continue
@@ -259,6 +265,7 @@ func printTable(w io.Writer, rep *Report) {
 	tw.Flush()
 
 	printOps(w, rep)
+	printDoorbell(w, rep)
 
 	for _, r := range rep.Phases {
 		if r.Error != "" || len(r.Notes) > 0 {
@@ -289,7 +296,8 @@ func printTable(w io.Writer, rep *Report) {
 func printOps(w io.Writer, rep *Report) {
 	var withOps []*PhaseResult
 	for _, r := range rep.Phases {
-		if len(r.Ops) > 0 {
+		// The doorbell's latencies are not requests; printDoorbell lists them.
+		if _, ok := r.Ops["turn"]; ok {
 			withOps = append(withOps, r)
 		}
 	}
