@@ -221,8 +221,15 @@ func (p *Publisher) publishPending() {
 		if e.Seq <= pub {
 			continue
 		}
-		if e.Seq > pub+1 && !p.catchUpTo(e.Seq-1) {
-			return
+		if e.Seq > pub+1 {
+			if !p.catchUpTo(e.Seq - 1) {
+				return
+			}
+			// A catch-up page runs to the newest commit, so it may have
+			// published e (and more) already.
+			if e.Seq <= p.published.Load() {
+				continue
+			}
 		}
 		if p.publish(e) != nil {
 			return

@@ -305,9 +305,8 @@ func TestPublisher_ResumesFromSavedCursor(t *testing.T) {
 	closeAll()
 
 	d2, _ := startDoorbell(t, path, key, PublisherConfig{}, nil)
-	sub2 := subscribe(t, d2.bus, "oclaw.v1.>")
-	// The subscriber connects after Start, so wait for the backlog through
-	// the published cursor, then write one more to see the live path too.
+	// Wait for the backlog through the published cursor before the
+	// subscriber joins, then write one more to see the live path too.
 	deadline := time.Now().Add(10 * time.Second)
 	for d2.pub.PublishedSeq() < total && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
@@ -319,6 +318,7 @@ func TestPublisher_ResumesFromSavedCursor(t *testing.T) {
 	if err != nil || saved < stopAt {
 		t.Fatalf("saved cursor %d (%v), want ≥ %d", saved, err, stopAt)
 	}
+	sub2 := subscribe(t, d2.bus, "oclaw.v1.>")
 	if _, err := d2.db.CreateRecords(context.Background(), records(1, 999)); err != nil {
 		t.Fatal(err)
 	}
