@@ -295,9 +295,6 @@ func printTurnDetails(w io.Writer, t *client.Turn) error {
 	if len(t.Extracted) > 0 {
 		fmt.Fprintf(tw, "  extracted\t%s\n", strings.Join(t.Extracted, " "))
 	}
-	if t.ExtractionPending > 0 {
-		fmt.Fprintf(tw, "  extraction pending\t%d\n", t.ExtractionPending)
-	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -55,6 +55,7 @@ type Store interface {
 	GetTurn(ctx context.Context, id string) (*kura.Turn, error)
 	ListTurns(ctx context.Context, sessionID, state, after string, limit int) ([]kura.Turn, string, error)
 	Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportResult, error)
+	MemoryStore
 	LastEventSeq() int64
 	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
 	EventsChanged() <-chan struct{}
@@ -131,6 +132,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 		s.registerSessionRoutes(r)
 		s.registerTurnRoutes(r)
 		s.registerEventRoutes(r)
+		s.registerMemoryRoutes(r)
 		r.Post("/admin/import", s.idempotent(s.handleImport))
 	})
 	s.router = r

@@ -81,8 +81,8 @@ func TestSession_ThreeTurnsChainAndVerify(t *testing.T) {
 		if cl.State != kura.TurnComplete || cl.OutputLedgerID == nil || cl.HeadHash == nil {
 			t.Fatalf("turn %d closed as %+v", n, cl)
 		}
-		if cl.ExtractionPending != 1 {
-			t.Errorf("turn %d: extraction_pending %d, want 1", n, cl.ExtractionPending)
+		if len(cl.Extracted) != 1 || !strings.HasPrefix(cl.Extracted[0], "fact:") {
+			t.Errorf("turn %d: extracted %v, want one fact", n, cl.Extracted)
 		}
 	}
 	// Each context's parent is the previous output, each output's its context.

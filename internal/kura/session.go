@@ -86,12 +86,9 @@ type Turn struct {
 	OpenedAt        string   `json:"opened_at"`
 	ClosedAt        *string  `json:"closed_at"`
 	HeadHash        *string  `json:"head_hash,omitempty"`
-	// Extracted lists the memory nodes made from the output at close (null
-	// on a turn read back; empty while extraction is pending).
+	// Extracted lists the memory nodes made from the output's memory.fact
+	// and memory.decision records at close (null while the turn is open).
 	Extracted []string `json:"extracted"`
-	// ExtractionPending counts memory.fact/memory.decision records waiting
-	// for the memory graph to take them in.
-	ExtractionPending int `json:"extraction_pending,omitempty"`
 }
 
 // RecordRef is a record in a turn request: either a new record (type,

@@ -37,6 +37,7 @@ type Config struct {
 	ReadPool       int    // read-only connections
 	DefaultProject string // event project for records without metadata.project_id and for ledgers
 	Vocabulary     *kura.Vocabulary
+	NodeKinds      []string // memory node kinds; empty: kura.NodeKinds
 	Signer         ed25519.PrivateKey
 	Logger         *slog.Logger
 	Now            func() time.Time // tests control time
@@ -226,6 +227,10 @@ func (db *DB) Open(ctx context.Context) error {
 	go db.writer()
 	go db.checkpointer()
 	go db.sweeper()
+	if err := db.drainPendingExtractions(ctx); err != nil {
+		db.Close(ctx)
+		return fmt.Errorf("extract memory queued before the memory graph existed: %w", err)
+	}
 	return nil
 }
 

@@ -71,7 +71,29 @@ func (tx *Tx) turn(id string) (*kura.Turn, error) {
 		}
 		t.OutputRecordIDs = append(t.OutputRecordIDs, rid)
 	}
-	return t, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	t.Extracted, err = tx.extracted(id)
+	return t, err
+}
+
+// extracted lists the node refs a turn's close extracted.
+func (tx *Tx) extracted(turnID string) ([]string, error) {
+	rows, err := tx.Query(qTurnExtracted, turnID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	refs := []string{}
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, err
+		}
+		refs = append(refs, r)
+	}
+	return refs, rows.Err()
 }
 
 // GetTurn reads a turn with its output record ids so far.
@@ -96,7 +118,27 @@ func (db *DB) GetTurn(ctx context.Context, id string) (*kura.Turn, error) {
 		}
 		t.OutputRecordIDs = append(t.OutputRecordIDs, rid)
 	}
-	return t, mapErr(rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	rows.Close()
+	if t.State != kura.TurnOpen {
+		erows, err := db.rdb.QueryContext(ctx, "SELECT ref FROM turn_extracted WHERE turn_id = ? ORDER BY pos", id)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		defer erows.Close()
+		t.Extracted = []string{}
+		for erows.Next() {
+			var r string
+			if err := erows.Scan(&r); err != nil {
+				return nil, mapErr(err)
+			}
+			t.Extracted = append(t.Extracted, r)
+		}
+		return t, mapErr(erows.Err())
+	}
+	return t, nil
 }
 
 // ListTurns lists turns oldest first, by session and state.
@@ -647,10 +689,9 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string) (*kura.Turn
 	if _, err := tx.Exec("UPDATE turns SET state = ?, output_ledger_id = ?, closed_at = ?, lease_expires_at = NULL WHERE id = ?", status, l.ID, now, id); err != nil {
 		return nil, err
 	}
-	for _, e := range extract {
-		if _, err := tx.Exec("INSERT INTO pending_extractions(turn_id, record_id, scope, kind, created_at) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING", id, e[0], s.Scope, e[1], now); err != nil {
-			return nil, err
-		}
+	extracted, err := tx.extractTurnMemory(id, s.Scope, extract)
+	if err != nil {
+		return nil, err
 	}
 	if err := tx.AddEvent("turn.complete", s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "output_ledger_id": l.ID, "head_hash": headHash}); err != nil {
 		return nil, err
@@ -660,8 +701,7 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string) (*kura.Turn
 		return nil, err
 	}
 	t.HeadHash = &headHash
-	t.Extracted = []string{}
-	t.ExtractionPending = len(extract)
+	t.Extracted = extracted
 	return t, nil
 }
 

@@ -1,0 +1,346 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// MemoryStore is what the memory routes need from the store.
+type MemoryStore interface {
+	PutNode(ctx context.Context, scope string, in *kura.NodeInput) (*kura.Node, bool, error)
+	PutNodes(ctx context.Context, scope string, ins []kura.NodeInput) ([]kura.Node, error)
+	GetNode(ctx context.Context, scope, ref, asOf string) (*kura.Node, error)
+	ListNodes(ctx context.Context, scope string, f kura.NodeFilter) ([]kura.Node, string, error)
+	NodeHistory(ctx context.Context, scope, ref string) (*kura.NodeHistory, error)
+	TransitionNode(ctx context.Context, scope, ref string, t *kura.Transition) (*kura.Node, error)
+	ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeInput) (*kura.Revision, error)
+	CreateRelation(ctx context.Context, scope string, in *kura.RelationInput) (*kura.Relation, error)
+	ListRelations(ctx context.Context, scope, ref, kind, after string, limit int) ([]kura.Relation, string, error)
+	CreateFeedback(ctx context.Context, scope string, in *kura.FeedbackInput) (*kura.Feedback, error)
+	SearchNodes(ctx context.Context, scope string, q kura.SearchQuery) ([]kura.SearchResult, error)
+	NodeKinds() []string
+}
+
+func (s *Server) registerMemoryRoutes(r chi.Router) {
+	r.Route("/scopes/{scope}/memory", func(r chi.Router) {
+		r.Use(s.scopeParam)
+		r.Post("/nodes", s.idempotent(s.handleNodePut))
+		r.Post("/nodes/batch", s.idempotent(s.handleNodeBatch))
+		r.Get("/nodes", s.handleNodeList)
+		r.Get("/nodes/{ref}", s.handleNodeGet)
+		r.Get("/nodes/{ref}/history", s.handleNodeHistory)
+		r.Post("/nodes/{ref}/transition", s.idempotent(s.handleNodeTransition))
+		r.Post("/nodes/{ref}/revise", s.idempotent(s.handleNodeRevise))
+		r.Post("/relations", s.idempotent(s.handleRelationCreate))
+		r.Get("/relations", s.handleRelationList)
+		r.Post("/feedback", s.idempotent(s.handleFeedback))
+		r.Get("/search", s.handleSearch)
+	})
+}
+
+// scopeParam refuses a malformed scope before any handler runs.
+func (s *Server) scopeParam(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !kura.ValidSlug(chi.URLParam(r, "scope")) {
+			s.writeError(w, r, kura.Invalid("scope", "scope must be a slug (lowercase letters, digits, - and _)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) handleNodePut(w http.ResponseWriter, r *http.Request) {
+	var in kura.NodeInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	n, created, err := s.store.PutNode(r.Context(), chi.URLParam(r, "scope"), &in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	s.answer(w, status, n)
+}
+
+func (s *Server) handleNodeBatch(w http.ResponseWriter, r *http.Request) {
+	var in kura.NodeBatchInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	nodes, err := s.store.PutNodes(r.Context(), chi.URLParam(r, "scope"), in.Nodes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, http.StatusCreated, kura.NodeBatch{Nodes: nodes})
+}
+
+func (s *Server) handleNodeGet(w http.ResponseWriter, r *http.Request) {
+	asOf, err := timeParam(r, "as_of")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	n, err := s.store.GetNode(r.Context(), chi.URLParam(r, "scope"), chi.URLParam(r, "ref"), asOf)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, n)
+}
+
+// timeParam reads an RFC 3339 time from the query, normalised to Kura's
+// format so it compares with stored times as text.
+func timeParam(r *http.Request, name string) (string, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return "", nil
+	}
+	t, err := kura.ParseTime(v)
+	if err != nil {
+		return "", kura.Invalid(name, "%s must be an RFC 3339 time", name)
+	}
+	return kura.FormatTime(t), nil
+}
+
+// enumParam reads an optional query value that must be one of allowed.
+func enumParam(r *http.Request, name string, allowed []string) (string, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return "", nil
+	}
+	for _, a := range allowed {
+		if a == v {
+			return v, nil
+		}
+	}
+	return "", kura.Invalid(name, "unknown %s %q", name, v).WithDetail("allowed", allowed)
+}
+
+// confidenceParam reads min_confidence.
+func confidenceParam(r *http.Request) (*float64, error) {
+	v := r.URL.Query().Get("min_confidence")
+	if v == "" {
+		return nil, nil
+	}
+	c, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return nil, kura.Invalid("min_confidence", "min_confidence must be a number between 0 and 1")
+	}
+	if err := kura.ValidConfidence("min_confidence", c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func ownerParam(r *http.Request) (string, error) {
+	v := r.URL.Query().Get("owner")
+	if v != "" && !kura.ValidAuthorID(v) {
+		return "", kura.Invalid("owner", "owner must be an identity such as agent:bmo")
+	}
+	return v, nil
+}
+
+func (s *Server) handleNodeList(w http.ResponseWriter, r *http.Request) {
+	var f kura.NodeFilter
+	var err error
+	fail := func(e error) bool {
+		if e != nil {
+			s.writeError(w, r, e)
+			return true
+		}
+		return false
+	}
+	if f.Limit, err = parseLimit(r.URL.Query().Get("limit")); fail(err) {
+		return
+	}
+	if f.Kind, err = enumParam(r, "kind", s.store.NodeKinds()); fail(err) {
+		return
+	}
+	if f.Lifecycle, err = enumParam(r, "lifecycle", kura.Lifecycles); fail(err) {
+		return
+	}
+	if f.Authority, err = enumParam(r, "authority", kura.Authorities); fail(err) {
+		return
+	}
+	if f.Owner, err = ownerParam(r); fail(err) {
+		return
+	}
+	if f.MinConfidence, err = confidenceParam(r); fail(err) {
+		return
+	}
+	if f.UpdatedSince, err = timeParam(r, "updated_since"); fail(err) {
+		return
+	}
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		v, err := decodeCursor(c, "n")
+		if _, perr := strconv.ParseInt(v, 10, 64); err != nil || perr != nil {
+			fail(kura.Invalid("cursor", "cursor is not one this server handed out"))
+			return
+		}
+		f.After = v
+	}
+	nodes, next, err := s.store.ListNodes(r.Context(), chi.URLParam(r, "scope"), f)
+	if fail(err) {
+		return
+	}
+	out := map[string]any{"nodes": nodes}
+	if next != "" {
+		out["next_cursor"] = encodeCursor("n", next)
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleNodeHistory(w http.ResponseWriter, r *http.Request) {
+	h, err := s.store.NodeHistory(r.Context(), chi.URLParam(r, "scope"), chi.URLParam(r, "ref"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, h)
+}
+
+func (s *Server) handleNodeTransition(w http.ResponseWriter, r *http.Request) {
+	var in kura.Transition
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	n, err := s.store.TransitionNode(r.Context(), chi.URLParam(r, "scope"), chi.URLParam(r, "ref"), &in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, http.StatusOK, n)
+}
+
+func (s *Server) handleNodeRevise(w http.ResponseWriter, r *http.Request) {
+	var in kura.NodeInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rev, err := s.store.ReviseNode(r.Context(), chi.URLParam(r, "scope"), chi.URLParam(r, "ref"), &in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, http.StatusCreated, rev)
+}
+
+func (s *Server) handleRelationCreate(w http.ResponseWriter, r *http.Request) {
+	var in kura.RelationInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rel, err := s.store.CreateRelation(r.Context(), chi.URLParam(r, "scope"), &in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, http.StatusCreated, rel)
+}
+
+func (s *Server) handleRelationList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	kind, err := enumParam(r, "kind", kura.RelationKind)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var after string
+	if c := q.Get("cursor"); c != "" {
+		v, err := decodeCursor(c, "r")
+		if _, perr := strconv.ParseInt(v, 10, 64); err != nil || perr != nil {
+			s.writeError(w, r, kura.Invalid("cursor", "cursor is not one this server handed out"))
+			return
+		}
+		after = v
+	}
+	rels, next, err := s.store.ListRelations(r.Context(), chi.URLParam(r, "scope"), q.Get("ref"), kind, after, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := map[string]any{"relations": rels}
+	if next != "" {
+		out["next_cursor"] = encodeCursor("r", next)
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleFeedback(w http.ResponseWriter, r *http.Request) {
+	var in kura.FeedbackInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	fb, err := s.store.CreateFeedback(r.Context(), chi.URLParam(r, "scope"), &in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, http.StatusCreated, fb)
+}
+
+// maxSearchQuery bounds q: a search is a handful of index lookups, not a
+// document.
+const maxSearchQuery = 1024
+
+func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
+	qv := r.URL.Query()
+	var q kura.SearchQuery
+	var err error
+	fail := func(e error) bool {
+		if e != nil {
+			s.writeError(w, r, e)
+			return true
+		}
+		return false
+	}
+	q.Q = qv.Get("q")
+	if len(q.Q) > maxSearchQuery {
+		fail(kura.Invalid("q", "q is longer than %d bytes", maxSearchQuery))
+		return
+	}
+	if q.Limit, err = parseLimit(qv.Get("limit")); fail(err) {
+		return
+	}
+	if q.Kind, err = enumParam(r, "kind", s.store.NodeKinds()); fail(err) {
+		return
+	}
+	if q.Lifecycle, err = enumParam(r, "lifecycle", kura.Lifecycles); fail(err) {
+		return
+	}
+	if q.Authority, err = enumParam(r, "authority", kura.Authorities); fail(err) {
+		return
+	}
+	if q.Owner, err = ownerParam(r); fail(err) {
+		return
+	}
+	if q.MinConfidence, err = confidenceParam(r); fail(err) {
+		return
+	}
+	q.TargetFile = qv.Get("target_file")
+	res, err := s.store.SearchNodes(r.Context(), chi.URLParam(r, "scope"), q)
+	if fail(err) {
+		return
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"results": res})
+}

@@ -1,0 +1,371 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/memory"
+	"github.com/kura-memory/kura/internal/store"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func mustNode(tb testing.TB, db *store.DB, scope string, in kura.NodeInput) *kura.Node {
+	tb.Helper()
+	n, _, err := db.PutNode(context.Background(), scope, &in)
+	if err != nil {
+		tb.Fatalf("put %s:%s: %v", in.Kind, in.ID, err)
+	}
+	return n
+}
+
+func wantCode(tb testing.TB, err error, code string) {
+	tb.Helper()
+	if !kura.IsCode(err, code) {
+		tb.Fatalf("error %v, want %s", err, code)
+	}
+}
+
+func TestMemory_VersionsAsOfAndConfidenceHistory(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	n1, created, err := db.PutNode(ctx, "hashi", &kura.NodeInput{Kind: "belief", ID: "rest", Title: ptr("REST"), Summary: ptr("use REST"), Confidence: ptr(0.6)})
+	if err != nil || !created || n1.Version != 1 || n1.Lifecycle != "candidate" || n1.Authority != "unknown" || n1.SourceType != "direct_experience" {
+		t.Fatalf("create: %+v %v %v", n1, created, err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	n2, created, err := db.PutNode(ctx, "hashi", &kura.NodeInput{Kind: "belief", ID: "rest", Confidence: ptr(0.8), Reason: "two more episodes"})
+	if err != nil || created || n2.Version != 2 || n2.Summary != "use REST" || n2.Title != "REST" || n2.CreatedAt != n1.CreatedAt {
+		t.Fatalf("update keeps omitted fields: %+v %v %v", n2, created, err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	n3 := mustNode(t, db, "hashi", kura.NodeInput{Kind: "belief", ID: "rest", Summary: ptr("use REST, mostly")})
+
+	for _, tc := range []struct {
+		at      string
+		version int
+	}{{n1.UpdatedAt, 1}, {n2.UpdatedAt, 2}, {n3.UpdatedAt, 3}, {"2999-01-01T00:00:00.000000000Z", 3}} {
+		got, err := db.GetNode(ctx, "hashi", "belief:rest", tc.at)
+		if err != nil || got.Version != tc.version {
+			t.Errorf("as_of %s: %+v %v, want version %d", tc.at, got, err, tc.version)
+		}
+	}
+	_, err = db.GetNode(ctx, "hashi", "belief:rest", "2000-01-01T00:00:00.000000000Z")
+	wantCode(t, err, kura.ENotFound)
+
+	h, err := db.NodeHistory(ctx, "hashi", "belief:rest")
+	if err != nil || len(h.Versions) != 3 {
+		t.Fatalf("history: %+v %v", h, err)
+	}
+	var v2 kura.Node
+	json.Unmarshal(h.Versions[1], &v2)
+	if v2.Confidence != 0.8 || v2.Version != 2 {
+		t.Errorf("version 2 in history: %+v", v2)
+	}
+	ch := h.ConfidenceHistory
+	if len(ch) != 2 || ch[0].Old != nil || ch[0].New != 0.6 || *ch[1].Old != 0.6 || ch[1].New != 0.8 || ch[1].Reason != "two more episodes" {
+		t.Errorf("confidence history: %+v", ch)
+	}
+}
+
+func TestMemory_BadInputWritesNothing(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	mustNode(t, db, "hashi", kura.NodeInput{Kind: "episode", ID: "e1", Summary: ptr("x")})
+	before := db.LastEventSeq()
+	cases := []struct {
+		name  string
+		in    kura.NodeInput
+		field string
+	}{
+		{"confidence above 1", kura.NodeInput{Kind: "belief", Summary: ptr("x"), Confidence: ptr(1.01)}, "confidence"},
+		{"confidence below 0", kura.NodeInput{Kind: "belief", Summary: ptr("x"), Confidence: ptr(-0.1)}, "confidence"},
+		{"unknown kind", kura.NodeInput{Kind: "vibe", Summary: ptr("x")}, "kind"},
+		{"unknown lifecycle", kura.NodeInput{Kind: "belief", Summary: ptr("x"), Lifecycle: ptr("deleted")}, "lifecycle"},
+		{"unknown authority", kura.NodeInput{Kind: "belief", Summary: ptr("x"), Authority: ptr("god")}, "authority"},
+		{"unknown source type", kura.NodeInput{Kind: "belief", Summary: ptr("x"), SourceType: ptr("dream")}, "source_type"},
+		{"bad id", kura.NodeInput{Kind: "belief", ID: "-x", Summary: ptr("x")}, "id"},
+		{"no summary", kura.NodeInput{Kind: "belief", ID: "new"}, "summary"},
+		{"missing parent", kura.NodeInput{Kind: "belief", Summary: ptr("x"), DerivedFrom: []string{"episode:nope"}}, "derived_from"},
+		{"missing record", kura.NodeInput{Kind: "belief", Summary: ptr("x"), DerivedFrom: []string{"record:01a1fe24-4887-7db0-bfc2-a2e6dad831be"}}, "derived_from"},
+		{"bad ref", kura.NodeInput{Kind: "belief", Summary: ptr("x"), DerivedFrom: []string{"episode"}}, "derived_from"},
+		{"self", kura.NodeInput{Kind: "episode", ID: "e1", DerivedFrom: []string{"episode:e1"}}, "derived_from"},
+		{"metadata not an object", kura.NodeInput{Kind: "belief", Summary: ptr("x"), Metadata: json.RawMessage(`[1]`)}, "metadata"},
+		{"owner not an identity", kura.NodeInput{Kind: "belief", Summary: ptr("x"), Owner: ptr("bmo")}, "owner"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := db.PutNode(ctx, "hashi", &tc.in)
+			var ke *kura.Error
+			if !errors.As(err, &ke) || ke.Code != kura.EInvalid || ke.Details["field"] != tc.field {
+				t.Fatalf("got %v, want invalid_argument on %s", err, tc.field)
+			}
+		})
+	}
+	if db.LastEventSeq() != before {
+		t.Errorf("refused writes appended events")
+	}
+	n, _ := db.GetNode(ctx, "hashi", "episode:e1", "")
+	if n.Version != 1 {
+		t.Errorf("refused writes changed the node: %+v", n)
+	}
+}
+
+// A revise that fails after any of its steps leaves nothing behind.
+func TestMemory_ReviseIsAtomic(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	mustNode(t, db, "hashi", kura.NodeInput{Kind: "belief", ID: "old", Summary: ptr("v1"), Lifecycle: ptr("active"), Confidence: ptr(0.9)})
+	for _, step := range []string{"node", "relation"} {
+		before := db.LastEventSeq()
+		store.SetReviseFault(func(s string) error {
+			if s == step {
+				return errors.New("disk on fire")
+			}
+			return nil
+		})
+		_, err := db.ReviseNode(ctx, "hashi", "belief:old", &kura.NodeInput{ID: "new", Summary: ptr("v2")})
+		store.SetReviseFault(nil)
+		if err == nil {
+			t.Fatalf("fault after %s: revise succeeded", step)
+		}
+		if db.LastEventSeq() != before {
+			t.Errorf("fault after %s: events appended", step)
+		}
+		if _, err := db.GetNode(ctx, "hashi", "belief:new", ""); !kura.IsCode(err, kura.ENotFound) {
+			t.Errorf("fault after %s: new node exists (%v)", step, err)
+		}
+		old, _ := db.GetNode(ctx, "hashi", "belief:old", "")
+		if old.Lifecycle != "active" || old.Version != 1 {
+			t.Errorf("fault after %s: old node changed: %+v", step, old)
+		}
+		rels, _, _ := db.ListRelations(ctx, "hashi", "", "", "", 100)
+		if len(rels) != 0 {
+			t.Errorf("fault after %s: relations %+v", step, rels)
+		}
+	}
+	rev, err := db.ReviseNode(ctx, "hashi", "belief:old", &kura.NodeInput{ID: "new", Summary: ptr("v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Node.Ref != "belief:new" || rev.Node.SourceType != "revision" || !slices.Equal(rev.Node.DerivedFrom, []string{"belief:old"}) ||
+		rev.Node.Confidence != 0.9 || rev.Node.Lifecycle != "active" {
+		t.Errorf("new node: %+v", rev.Node)
+	}
+	if rev.Superseded.Lifecycle != "retired" || rev.Relation.Kind != "supersedes" || rev.Relation.From != "belief:new" || rev.Relation.To != "belief:old" || rev.Relation.Confidence != 1 {
+		t.Errorf("revision: %+v %+v", rev.Superseded, rev.Relation)
+	}
+	_, err = db.ReviseNode(ctx, "hashi", "belief:old", &kura.NodeInput{Summary: ptr("v3")})
+	wantCode(t, err, kura.EConflict)
+}
+
+func TestMemory_ScopesNeverMeet(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	for _, scope := range []string{"alpha", "beta"} {
+		mustNode(t, db, scope, kura.NodeInput{Kind: "fact", ID: "same", Summary: ptr("secret of " + scope)})
+	}
+	mustNode(t, db, "alpha", kura.NodeInput{Kind: "fact", ID: "only-alpha", Summary: ptr("alpha thing")})
+	_, err := db.CreateRelation(ctx, "beta", &kura.RelationInput{Kind: "supports", From: "fact:same", To: "fact:only-alpha"})
+	wantCode(t, err, kura.EInvalid)
+	_, _, err = db.PutNode(ctx, "beta", &kura.NodeInput{Kind: "belief", Summary: ptr("x"), DerivedFrom: []string{"fact:only-alpha"}})
+	wantCode(t, err, kura.EInvalid)
+	res, err := db.SearchNodes(ctx, "beta", kura.SearchQuery{Q: "secret alpha thing", Limit: 10})
+	if err != nil || len(res) != 1 || res[0].Node.Summary != "secret of beta" {
+		t.Fatalf("search in beta: %+v %v", res, err)
+	}
+	if _, err := db.GetNode(ctx, "beta", "fact:only-alpha", ""); !kura.IsCode(err, kura.ENotFound) {
+		t.Errorf("beta reads alpha's node: %v", err)
+	}
+	if _, err := db.GetNode(ctx, "gamma", "fact:same", ""); !kura.IsCode(err, kura.ENotFound) {
+		t.Errorf("unknown scope: %v", err)
+	}
+	if _, err := db.CreateFeedback(ctx, "beta", &kura.FeedbackInput{Ref: "fact:only-alpha", Outcome: "positive", AuthorID: "agent:bmo"}); !kura.IsCode(err, kura.ENotFound) {
+		t.Errorf("feedback across scopes: %v", err)
+	}
+}
+
+func TestMemory_SearchScoresAndExplains(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	mustNode(t, db, "s", kura.NodeInput{Kind: "belief", ID: "b1", Title: ptr("Payments retry"), Summary: ptr("retry with backoff"), Lifecycle: ptr("active")})
+	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f1", Title: ptr("Queue"), Summary: ptr("payments go through a queue"), TargetFiles: []string{"svc/payments.go"}})
+	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f2", Summary: ptr("unrelated"), Metadata: json.RawMessage(`{"team":"payments","n":3}`)})
+	res, err := db.SearchNodes(ctx, "s", kura.SearchQuery{Q: "Payments!", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res {
+		got = append(got, fmt.Sprintf("%s=%d", r.Ref, r.Score))
+	}
+	// f1: summary 3 + target file 5; b1: title 8; f2: metadata 1.
+	if want := []string{"belief:b1=8", "fact:f1=8", "fact:f2=1"}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v (ties by ref)", got, want)
+	}
+	if r := res[1].Reasons; len(r) != 2 || r[0].Code != "target_file_match" || r[1].Code != "summary_match" {
+		t.Errorf("reasons of f1: %+v", r)
+	}
+	res, _ = db.SearchNodes(ctx, "s", kura.SearchQuery{Q: "payments", Kind: "fact", TargetFile: "svc/payments.go", MinConfidence: ptr(0.5), Limit: 10})
+	if len(res) != 1 || res[0].Ref != "fact:f1" {
+		t.Fatalf("filtered: %+v", res)
+	}
+	codes := []string{}
+	for _, r := range res[0].Reasons {
+		codes = append(codes, r.Code)
+	}
+	if want := []string{"target_file_match", "summary_match", "kind_filter", "target_file_filter", "min_confidence_filter"}; !slices.Equal(codes, want) {
+		t.Errorf("reason codes %v, want %v", codes, want)
+	}
+	res, _ = db.SearchNodes(ctx, "s", kura.SearchQuery{Lifecycle: "active", Limit: 10})
+	if len(res) != 1 || res[0].Ref != "belief:b1" || res[0].Reasons[0].Code != "lifecycle_filter" {
+		t.Errorf("filter only: %+v", res)
+	}
+	// An update moves the node's words in the index.
+	mustNode(t, db, "s", kura.NodeInput{Kind: "belief", ID: "b1", Title: ptr("Retries")})
+	res, _ = db.SearchNodes(ctx, "s", kura.SearchQuery{Q: "payments", Kind: "belief", Limit: 10})
+	if len(res) != 0 {
+		t.Errorf("stale index after update: %+v", res)
+	}
+	before := db.LastEventSeq()
+	db.SearchNodes(ctx, "s", kura.SearchQuery{Q: "retry", Limit: 10})
+	if db.LastEventSeq() != before {
+		t.Error("search wrote an event")
+	}
+}
+
+// The index answers exactly what scoring every node by brute force
+// answers, for random nodes, updates and queries.
+func TestMemory_SearchMatchesBruteForce(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 11))
+	vocab := strings.Fields("rest api payments queue retry backoff cache go file svc users login token rate limit déjà vu 東京 a1 b2")
+	text := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = vocab[rng.IntN(len(vocab))]
+		}
+		return strings.Join(w, []string{" ", "-", ", ", "/"}[rng.IntN(4)])
+	}
+	kinds := []string{"fact", "belief", "episode"}
+	var batch []kura.NodeInput
+	for i := range 120 {
+		in := kura.NodeInput{Kind: kinds[rng.IntN(3)], ID: fmt.Sprintf("n%d", i), Title: ptr(text(rng.IntN(3))), Summary: ptr(text(rng.IntN(6))),
+			Confidence: ptr(float64(rng.IntN(11)) / 10)}
+		if rng.IntN(3) == 0 {
+			in.TargetFiles = []string{text(2) + ".go"}
+		}
+		if rng.IntN(4) == 0 {
+			in.Metadata = json.RawMessage(fmt.Sprintf(`{"tag":%q,"x":[%q]}`, text(1), text(1)))
+		}
+		batch = append(batch, in)
+	}
+	if _, err := db.PutNodes(ctx, "p", batch); err != nil {
+		t.Fatal(err)
+	}
+	for range 40 { // updates move words between fields
+		i := rng.IntN(len(batch))
+		mustNode(t, db, "p", kura.NodeInput{Kind: batch[i].Kind, ID: batch[i].ID, Title: ptr(text(2))})
+	}
+	all, _, err := db.ListNodes(ctx, "p", kura.NodeFilter{Limit: 1000})
+	if err != nil || len(all) != 120 {
+		t.Fatal(len(all), err)
+	}
+	for range 60 {
+		q := kura.SearchQuery{Q: text(1 + rng.IntN(3)), Limit: 1000}
+		if rng.IntN(3) == 0 {
+			q.Kind = kinds[rng.IntN(3)]
+		}
+		if rng.IntN(3) == 0 {
+			q.MinConfidence = ptr(0.5)
+		}
+		got, err := db.SearchNodes(ctx, "p", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type hit struct {
+			ref   string
+			score int
+		}
+		var want []hit
+		words := memory.Words(q.Q)
+		for i := range all {
+			n := &all[i]
+			if (q.Kind != "" && n.Kind != q.Kind) || (q.MinConfidence != nil && n.Confidence < *q.MinConfidence) {
+				continue
+			}
+			if s, _ := memory.Score(memory.Terms(n), words); s > 0 {
+				want = append(want, hit{n.Ref, s})
+			}
+		}
+		sort.Slice(want, func(i, j int) bool {
+			if want[i].score != want[j].score {
+				return want[i].score > want[j].score
+			}
+			return want[i].ref < want[j].ref
+		})
+		var gotHits []hit
+		for _, r := range got {
+			gotHits = append(gotHits, hit{r.Ref, r.Score})
+		}
+		if fmt.Sprint(gotHits) != fmt.Sprint(want) {
+			t.Fatalf("query %+v:\n got %v\nwant %v", q, gotHits, want)
+		}
+	}
+}
+
+func TestMemory_TurnCloseExtractsMemoryRecords(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	s, err := db.CreateSession(ctx, &kura.SessionInput{Project: "hashi", Name: "m", Scope: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	instr := kura.RecordInput{Type: "task.instruction", AuthorID: "user:oles", Content: json.RawMessage(`"decide"`)}
+	turn, err := db.OpenTurn(ctx, s.ID, &kura.TurnOpenInput{Instruction: &instr}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.AppendTurn(ctx, turn.ID, &kura.TurnAppend{Records: []kura.RecordRef{
+		{RecordInput: kura.RecordInput{Type: "memory.fact", AuthorID: "agent:bmo", Content: json.RawMessage(`"payments retry three times"`)}},
+		{RecordInput: kura.RecordInput{Type: "agent.thought", AuthorID: "agent:bmo", Content: json.RawMessage(`"hmm"`)}},
+		{RecordInput: kura.RecordInput{Type: "memory.decision", AuthorID: "agent:bmo", Content: json.RawMessage(`{"title":"Queue","text":"use a queue"}`)}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, err := db.CloseTurn(ctx, turn.ID, &kura.TurnClose{Status: "complete"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(closed.Extracted) != 2 || !strings.HasPrefix(closed.Extracted[0], "fact:") || !strings.HasPrefix(closed.Extracted[1], "decision:") {
+		t.Fatalf("extracted %v", closed.Extracted)
+	}
+	f, err := db.GetNode(ctx, "team", closed.Extracted[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rid := strings.TrimPrefix(closed.Extracted[0], "fact:")
+	if f.Lifecycle != "candidate" || f.SourceType != "promote" || f.Summary != "payments retry three times" ||
+		!slices.Equal(f.DerivedFrom, []string{"record:" + rid}) || f.Owner == nil || *f.Owner != "agent:bmo" {
+		t.Errorf("fact node: %+v", f)
+	}
+	d, _ := db.GetNode(ctx, "team", closed.Extracted[1], "")
+	if d.Title != "Queue" || d.Summary != "use a queue" {
+		t.Errorf("decision node: %+v", d)
+	}
+	again, err := db.GetTurn(ctx, turn.ID)
+	if err != nil || !slices.Equal(again.Extracted, closed.Extracted) {
+		t.Errorf("turn read back: %v %v", again.Extracted, err)
+	}
+}
