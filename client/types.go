@@ -62,6 +62,9 @@ type (
 	ImportResult = kura.ImportResult
 	// Info is the answer of GET /v1/info.
 	Info = kura.Info
+	// OutboxInfo is Info's view of the doorbell: the newest seq published
+	// on NATS and how many committed events still wait to be.
+	OutboxInfo = kura.OutboxInfo
 	// Error is what every non-2xx answer is decoded into.
 	Error = kura.Error
 )

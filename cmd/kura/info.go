@@ -31,6 +31,9 @@ func setupInfo(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		fmt.Fprintf(tw, "started\t%s\n", orNone(info.StartedAt))
 		fmt.Fprintf(tw, "last event seq\t%d\n", info.LastEventSeq)
 		fmt.Fprintf(tw, "nats\t%s\n", orNone(info.NATS.Addr))
+		if o := info.Outbox; o != nil {
+			fmt.Fprintf(tw, "published seq\t%d (lag %d)\n", o.PublishedSeq, o.Lag)
+		}
 		fmt.Fprintf(tw, "public key\t%s\n", orNone(info.PublicKey))
 		if len(info.RecordTypes) > 0 {
 			fmt.Fprintf(tw, "record types\t%s\n", strings.Join(info.RecordTypes, " "))

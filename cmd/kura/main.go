@@ -77,8 +77,7 @@ type command struct {
 //
 // Commands of later issues go here, each with its file: trace (trace.go),
 // memory (memory.go), context preview|compile (context.go), kb (kb.go),
-// backup and restore (backup.go), token new (token.go) and events
-// (events.go).
+// backup and restore (backup.go) and token new (token.go).
 func commandTable() []command {
 	return []command{
 		{"put", "[--type T --author A] [--content JSON] [--meta k=v]... [--stdin | -]", "write a record (or a batch from stdin)", setupPut},
@@ -100,6 +99,7 @@ func commandTable() []command {
 		{"turn list", "[--session S] [--state STATE] [--limit N] [--cursor C]", "list turns", setupTurnList},
 		{"export", "<session> --format=git|jsonl [--out FILE]", "export a session's ledgers and records as a git fast-import stream or JSON lines", setupExport},
 		{"import", "[FILE | -]", "import a JSON lines export (kura export --format=jsonl) into kurad", setupImport},
+		{"events", "[--after N] [--limit N] [--type T]... [--project P] [--follow]", "list events after a seq, or follow them as they commit (--follow)", setupEvents},
 		{"info", "", "show what kurad says about itself", setupInfo},
 		{"health", "[--ready]", "exit 0 when kurad is alive (--ready: ready to serve), 1 otherwise", setupHealth},
 		{"version", "", "print the version of this kura", setupVersion},

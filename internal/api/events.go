@@ -45,6 +45,9 @@ func parseEventFilter(q url.Values) (kura.EventFilter, error) {
 	}
 	for _, v := range q["type"] {
 		for t := range strings.SplitSeq(v, ",") {
+			if t == "" {
+				continue // "type=" or a trailing comma filters nothing
+			}
 			if !kura.ValidEventType(t) {
 				return f, kura.Invalid("type", "unknown event type %q", t).WithDetail("allowed", kura.EventTypes)
 			}
@@ -133,10 +136,22 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			writeBody(w, http.StatusOK, eventsBody(page))
 			return
 		}
-		// A filter may have skipped rows: continue after them.
+		// A filter may have skipped rows: continue after them, but never
+		// past the deadline, shutdown or a gone client.
 		f.After = page.NextAfter
 		if page.NextAfter < page.LastSeq {
-			continue
+			select {
+			case <-deadline:
+				writeBody(w, http.StatusOK, eventsBody(page))
+				return
+			case <-s.closing:
+				writeBody(w, http.StatusOK, eventsBody(page))
+				return
+			case <-ctx.Done():
+				return
+			default:
+				continue
+			}
 		}
 		select {
 		case <-changed:
@@ -224,7 +239,14 @@ func (s *Server) handleEventStream(w http.ResponseWriter, r *http.Request) {
 		}
 		f.After = page.NextAfter
 		if page.NextAfter < page.LastSeq {
-			continue
+			select {
+			case <-s.closing:
+				return
+			case <-ctx.Done():
+				return
+			default:
+				continue
+			}
 		}
 		select {
 		case <-changed:

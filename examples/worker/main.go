@@ -1,0 +1,365 @@
+// Command worker is an example of a program that runs next to kurad and
+// reacts to what Kura records, without missing or repeating anything:
+//
+//   - it hears of every record.written event of a project on NATS (the
+//     doorbell) and, after every (re)connect, catches up through
+//     GET /v1/events from the last seq it saved, so events published while
+//     it was down or disconnected are handled too;
+//   - with -target, it takes dispatched turns from a NATS queue group, so
+//     each turn goes to one worker of the group, and works them: claim,
+//     read the context, append an agent.thought, close.
+//
+// See README.md next to this file.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kura-memory/kura/client"
+	"github.com/nats-io/nats.go"
+)
+
+type config struct {
+	KuraURL   string
+	Token     string // bearer token for kurad, if it wants one
+	NATSURL   string // "" asks kurad's /v1/info for its NATS address
+	Project   string
+	Target    string // dispatch target; "" takes no turns
+	Queue     string
+	StateFile string
+	Name      string // identity turns are claimed under
+	Log       *slog.Logger
+
+	// Tests watch progress through these; the command leaves them nil.
+	onReady  func()                            // after the first catch-up
+	onRecord func(seq int64, r *client.Record) // after a record is handled and its seq saved
+	onTurn   func(turnID string)               // after a dispatched turn is closed
+}
+
+func main() {
+	host, _ := os.Hostname()
+	cfg := config{Token: os.Getenv("KURA_TOKEN"), Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	flag.StringVar(&cfg.KuraURL, "kura", client.DefaultURL, "kurad base URL")
+	flag.StringVar(&cfg.NATSURL, "nats", "", "NATS URL (default: the address kurad reports in /v1/info)")
+	flag.StringVar(&cfg.Project, "project", "default", "project whose records to follow")
+	flag.StringVar(&cfg.Target, "target", "", "dispatch target to take turns for (oclaw.v1.{project}.cmd.{target}.dispatch)")
+	flag.StringVar(&cfg.Queue, "queue", "workers", "NATS queue group shared by the workers of a target")
+	flag.StringVar(&cfg.StateFile, "state", "worker.seq", "file keeping the last event seq handled")
+	flag.StringVar(&cfg.Name, "name", workerName(host, os.Getpid()), "worker identity for turn claims")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		cfg.Log.Error("worker stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+// workerName makes an identity kurad accepts (agent:[A-Za-z0-9._-]{1,64})
+// out of a host name, which may hold anything.
+func workerName(host string, pid int) string {
+	host = regexp.MustCompile(`[^A-Za-z0-9._-]+`).ReplaceAllString(host, "-")
+	pidS := strconv.Itoa(pid)
+	return "agent:" + host[:min(len(host), 63-len(pidS))] + "-" + pidS
+}
+
+// retryWait is the pause before catching up again after kurad failed us.
+const retryWait = 2 * time.Second
+
+// run follows the project until ctx ends; it returns nil on a clean stop.
+func run(ctx context.Context, cfg config) error {
+	var opts []client.Option
+	if cfg.Token != "" {
+		opts = append(opts, client.WithToken(cfg.Token))
+	}
+	w := &worker{cfg: cfg, c: client.New(cfg.KuraURL, opts...), log: cfg.Log}
+	var err error
+	if w.last, err = loadSeq(cfg.StateFile); err != nil {
+		return err
+	}
+	natsURL := cfg.NATSURL
+	if natsURL == "" {
+		info, err := w.c.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("ask kurad for its NATS address: %w", err)
+		}
+		natsURL = "nats://" + info.NATS.Addr
+	}
+
+	// Every (re)connect may have lost events (core NATS keeps nothing for
+	// absent subscribers), so each one asks for a catch-up from the feed.
+	resync := make(chan struct{}, 1)
+	kick := func() {
+		select {
+		case resync <- struct{}{}:
+		default:
+		}
+	}
+	closed := make(chan struct{})
+	nc, err := nats.Connect(natsURL, nats.Name("kura-example-worker "+cfg.Name),
+		nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil { // nil: our own Close or Drain
+				w.log.Warn("NATS disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { w.log.Info("NATS reconnected; catching up"); kick() }),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { w.log.Warn("NATS", "err", err) }),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
+	)
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", natsURL, err)
+	}
+	// Drain rather than Close: a turn in hand is finished before we go.
+	defer func() {
+		if nc.Drain() != nil {
+			nc.Close()
+		}
+		<-closed
+	}()
+
+	live := make(chan delivery, 256)
+	sub, err := nc.Subscribe("oclaw.v1."+cfg.Project+".evt.record.written", func(m *nats.Msg) {
+		d := delivery{gen: nc.Stats().Reconnects}
+		if err := json.Unmarshal(m.Data, &d.e); err != nil {
+			w.log.Warn("ignoring a malformed event", "err", err)
+			return
+		}
+		select {
+		case live <- d:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	if cfg.Target != "" {
+		subject := "oclaw.v1." + cfg.Project + ".cmd." + cfg.Target + ".dispatch"
+		if _, err := nc.QueueSubscribe(subject, cfg.Queue, func(m *nats.Msg) { w.dispatch(ctx, m) }); err != nil {
+			return fmt.Errorf("subscribe to dispatches: %w", err)
+		}
+	}
+	// Once the server has our subscriptions, any event the first catch-up
+	// does not see is published after it, to us: nothing falls in between.
+	if err := nc.Flush(); err != nil {
+		return fmt.Errorf("NATS flush: %w", err)
+	}
+	kick()
+
+	ready := false
+	stale := true       // a catch-up is due: live events wait for it
+	var caughtUp uint64 // connection generation of the last good catch-up
+	var dropped int
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-resync:
+			gen := nc.Stats().Reconnects
+			if err := w.catchUp(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				w.log.Warn("catch-up failed; retrying", "err", err, "in", retryWait)
+				stale = true
+				time.AfterFunc(retryWait, kick)
+				continue
+			}
+			stale, caughtUp = false, gen
+			if !ready && cfg.onReady != nil {
+				cfg.onReady()
+			}
+			ready = true
+		case d := <-live:
+			// An event that came on a newer connection than the last
+			// catch-up may follow a hole (what was published while we were
+			// away), and so may one after a message NATS dropped for us
+			// (slow consumer): only the feed can fill those, first.
+			if n, _ := sub.Dropped(); d.gen > caughtUp || n != dropped {
+				dropped, stale = n, true
+				kick()
+			}
+			if stale {
+				continue // the catch-up covers this event
+			}
+			if err := w.handle(ctx, d.e); err != nil && ctx.Err() == nil {
+				w.log.Warn("event not handled; catching up later", "seq", d.e.Seq, "err", err)
+				stale = true
+				time.AfterFunc(retryWait, kick)
+			}
+		}
+	}
+}
+
+// delivery is a live event and the connection generation (reconnect count)
+// it arrived on. nats.go counts a reconnect before it resubscribes, so an
+// event can never carry an older generation than its connection's.
+type delivery struct {
+	e   client.Event
+	gen uint64
+}
+
+type worker struct {
+	cfg  config
+	c    *client.Client
+	log  *slog.Logger
+	last int64 // newest seq handled and saved; only run's loop touches it
+}
+
+// catchUp handles, in seq order, every record.written event of the project
+// after the last one handled.
+func (w *worker) catchUp(ctx context.Context) error {
+	q := client.EventQuery{After: w.last, Types: []string{"record.written"}, Project: w.cfg.Project, Limit: 500}
+	for {
+		p, err := w.c.Events(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, e := range p.Events {
+			if err := w.handle(ctx, e); err != nil {
+				return err
+			}
+		}
+		if p.NextAfter >= p.LastSeq {
+			return nil
+		}
+		q.After = p.NextAfter
+	}
+}
+
+// handle does the work for one event, once: catch-up and live delivery
+// overlap, and the seq tells which one came second.
+func (w *worker) handle(ctx context.Context, e client.Event) error {
+	if e.Seq <= w.last {
+		return nil
+	}
+	r, err := w.c.GetRecord(ctx, e.Refs["record_id"])
+	if err != nil {
+		return fmt.Errorf("event %d: %w", e.Seq, err)
+	}
+	w.log.Info("record", "seq", e.Seq, "id", r.ID, "type", r.Type, "author", r.AuthorID, "content_bytes", len(r.Content))
+	// Saved after the work: a crash in between repeats one event rather
+	// than losing it.
+	if err := saveSeq(w.cfg.StateFile, e.Seq); err != nil {
+		return err
+	}
+	w.last = e.Seq
+	if w.cfg.onRecord != nil {
+		w.cfg.onRecord(e.Seq, r)
+	}
+	return nil
+}
+
+// dispatch works one dispatched turn. The queue group hands each dispatch to
+// one worker; the claim settles it if two ever get the same turn.
+func (w *worker) dispatch(ctx context.Context, m *nats.Msg) {
+	if ctx.Err() != nil {
+		return // shutting down: leave it unclaimed
+	}
+	var e client.Event
+	if err := json.Unmarshal(m.Data, &e); err != nil {
+		w.log.Warn("ignoring a malformed dispatch", "err", err)
+		return
+	}
+	turnID := e.Refs["turn_id"]
+	// A claimed turn is finished even if we are told to stop meanwhile:
+	// abandoned, it would stay claimed until its lease ran out.
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	lease, err := w.c.ClaimTurn(tctx, turnID, client.TurnClaim{Worker: w.cfg.Name, LeaseSeconds: 60})
+	if client.IsCode(err, client.EConflict) {
+		w.log.Info("turn taken by another worker", "turn", turnID)
+		return
+	}
+	if err != nil {
+		w.log.Warn("claim failed", "turn", turnID, "err", err)
+		return
+	}
+	status := "complete"
+	if err := w.work(tctx, turnID, e.Refs["context_ledger_id"], lease.Epoch); err != nil {
+		w.log.Warn("turn failed", "turn", turnID, "err", err)
+		status = "failed"
+	}
+	if _, err := w.c.CloseTurn(tctx, turnID, client.TurnClose{Epoch: &lease.Epoch, Status: status}); err != nil {
+		w.log.Warn("close failed", "turn", turnID, "err", err)
+		return
+	}
+	w.log.Info("turn closed", "turn", turnID, "status", status)
+	if w.cfg.onTurn != nil {
+		w.cfg.onTurn(turnID)
+	}
+}
+
+// work is the example's "agent": it reads the context and writes one thought.
+func (w *worker) work(ctx context.Context, turnID, contextLedger string, epoch int64) error {
+	recs, err := w.c.AllLedgerRecords(ctx, contextLedger)
+	if err != nil {
+		return err
+	}
+	content, err := json.Marshal(map[string]any{
+		"text":            fmt.Sprintf("saw %d context records", len(recs)),
+		"context_records": len(recs),
+		"turn_id":         turnID, // keeps each thought distinct: identical records are deduplicated
+	})
+	if err != nil {
+		return err
+	}
+	_, err = w.c.AppendTurn(ctx, turnID, client.TurnAppend{Epoch: &epoch, Records: []client.RecordRef{
+		{RecordInput: client.RecordInput{Type: "agent.thought", AuthorID: "agent:example-worker", Content: content}},
+	}})
+	return err
+}
+
+// loadSeq reads the saved seq; no file yet means from the start.
+func loadSeq(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read state: %w", err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("state file %s does not hold a seq: %q", path, b)
+	}
+	return n, nil
+}
+
+// saveSeq replaces the state file atomically, so that a crash leaves the
+// old seq or the new one, never a torn file.
+func saveSeq(path string, seq int64) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	_, err = f.WriteString(strconv.FormatInt(seq, 10) + "\n")
+	if err == nil {
+		err = f.Sync() // else a power cut after the rename can leave it empty
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
+}
