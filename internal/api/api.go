@@ -56,6 +56,7 @@ type Store interface {
 	ListTurns(ctx context.Context, sessionID, state, after string, limit int) ([]kura.Turn, string, error)
 	Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportResult, error)
 	MemoryStore
+	ContextStore
 	LastEventSeq() int64
 	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
 	EventsChanged() <-chan struct{}
@@ -133,6 +134,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 		s.registerTurnRoutes(r)
 		s.registerEventRoutes(r)
 		s.registerMemoryRoutes(r)
+		s.registerContextRoutes(r)
 		r.Post("/admin/import", s.idempotent(s.handleImport))
 	})
 	s.router = r

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -299,9 +300,6 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 	if in.Instruction.Type != "task.instruction" {
 		return nil, kura.Invalid("instruction.type", "the instruction is a task.instruction record, not %q", in.Instruction.Type)
 	}
-	if in.Memory != nil {
-		return nil, kura.Invalid("memory", "compiling memory into a turn's context is not available in this kurad yet")
-	}
 	if in.Dispatch != "" && !kura.ValidSlug(in.Dispatch) {
 		return nil, kura.Invalid("dispatch", "dispatch must be a slug (the target in oclaw.v1.{project}.cmd.{target}.dispatch)")
 	}
@@ -318,6 +316,15 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 	instr, err := db.PrepareRecord(in.Instruction, "instruction.")
 	if err != nil {
 		return nil, err
+	}
+	// Memory is compiled from a read snapshot before the write: a compile
+	// over a large scope must not hold the writer.
+	var bundle *admission.Bundle
+	var memRecs []*PreparedRecord
+	if in.Memory != nil {
+		if bundle, memRecs, err = db.turnMemory(ctx, sessionID, in.Memory); err != nil {
+			return nil, err
+		}
 	}
 	var out *kura.Turn
 	err = db.Update(ctx, func(tx *Tx) error {
@@ -344,6 +351,25 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 		recordIDs := []string{instrRec.ID}
 		for _, r := range ctxRecs {
 			recordIDs = append(recordIDs, r.ID)
+		}
+		var bundleID any
+		if bundle != nil {
+			body, err := json.Marshal(bundle)
+			if err != nil {
+				return err
+			}
+			if err := tx.storeBundle(bundle, body); err != nil {
+				return err
+			}
+			bundleID = bundle.BundleID
+			for _, p := range memRecs {
+				p.Project = s.Project
+				r, err := tx.InsertRecord(p)
+				if err != nil {
+					return err
+				}
+				recordIDs = append(recordIDs, r.ID)
+			}
 		}
 		var parents []string
 		if s.HeadLedgerID != nil {
@@ -372,15 +398,15 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 			dispatch = in.Dispatch
 		}
 		now := tx.Now()
-		if _, err := tx.Exec("INSERT INTO turns(id, session_id, number, state, context_ledger_id, dispatch, deadline_at, opened_at) VALUES(?,?,?,?,?,?,?,?)",
-			id, s.ID, number, kura.TurnOpen, l.ID, dispatch, kura.FormatTime(now.Add(deadline)), kura.FormatTime(now)); err != nil {
+		if _, err := tx.Exec("INSERT INTO turns(id, session_id, number, state, context_ledger_id, context_bundle_id, dispatch, deadline_at, opened_at) VALUES(?,?,?,?,?,?,?,?,?)",
+			id, s.ID, number, kura.TurnOpen, l.ID, bundleID, dispatch, kura.FormatTime(now.Add(deadline)), kura.FormatTime(now)); err != nil {
 			return err
 		}
 		if err := tx.AddEvent("turn.opened", s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "context_ledger_id": l.ID}); err != nil {
 			return err
 		}
 		if in.Dispatch != "" {
-			if err := tx.AddCommand(s.Project, in.Dispatch, "dispatch", map[string]string{"turn_id": id, "context_ledger_id": l.ID}); err != nil {
+			if err := tx.AddCommand(s.Project, in.Dispatch, "dispatch", map[string]string{"turn_id": id, "context_ledger_id": l.ID, "target": in.Dispatch}); err != nil {
 				return err
 			}
 		}
@@ -743,4 +769,41 @@ func (db *DB) CloseExpiredTurns(ctx context.Context) (int, error) {
 		closed++
 	}
 	return closed, nil
+}
+
+// turnMemory compiles a session's scope for a turn and prepares its use_now
+// items as records for the context ledger: memory.decision for decisions,
+// memory.fact for everything else, written by kurad itself. The bundle is
+// the receipt tying what the agent saw to the turn it acts in.
+func (db *DB) turnMemory(ctx context.Context, sessionID string, m *kura.MemoryRequest) (*admission.Bundle, []*PreparedRecord, error) {
+	s, err := db.GetSession(ctx, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.BudgetBytes < 0 || m.BudgetBytes > MaxBudgetBytes {
+		return nil, nil, kura.Invalid("memory.budget_bytes", "budget_bytes must be 0 (no limit) to %d", MaxBudgetBytes)
+	}
+	b, err := db.compile(ctx, s.Scope, &admission.Request{Query: m.Query, BudgetBytes: m.BudgetBytes})
+	if err != nil {
+		return nil, nil, err
+	}
+	b.BundleID = uuid.Must(uuid.NewV7()).String()
+	var recs []*PreparedRecord
+	for _, it := range b.Buckets.UseNow {
+		typ := "memory.fact"
+		if strings.HasPrefix(it.Ref, "decision:") {
+			typ = "memory.decision"
+		}
+		content, err := json.Marshal(it)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := db.PrepareRecord(&kura.RecordInput{Type: typ, Content: content, AuthorID: "sys:kurad",
+			Metadata: map[string]string{"bundle_id": b.BundleID}}, "memory.")
+		if err != nil {
+			return nil, nil, err
+		}
+		recs = append(recs, p)
+	}
+	return b, recs, nil
 }

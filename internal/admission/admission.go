@@ -1,0 +1,307 @@
+// Package admission decides which memory may enter an agent's next turn.
+// The five rules of API.md ("Admission rules") are pure functions of a node
+// and the relations pointing at it; Compile applies them to a scope, orders
+// and bounds the buckets, redacts, and explains every decision in a trace.
+// Nothing here reads a clock or a database: the store hands in the nodes
+// and relations as of the instant asked for.
+package admission
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/memory"
+	"github.com/kura-memory/kura/kurahash"
+)
+
+// Buckets, in the order budgets spend bytes on them.
+const (
+	UseNow           = "use_now"
+	InspectBeforeUse = "inspect_before_use"
+	Rehydrate        = "rehydrate"
+	DoNotUse         = "do_not_use"
+)
+
+// BucketOrder is the order budget_bytes keeps items in.
+var BucketOrder = []string{UseNow, InspectBeforeUse, Rehydrate, DoNotUse}
+
+// Reasons, one per decision.
+const (
+	ReasonBlockedByRelation = "blocked_by_relation"
+	ReasonRequiresPayload   = "relation_requires_payload"
+	ReasonPayloadRequired   = "payload_required"
+	ReasonLifecycleBlocks   = "lifecycle_blocks_direct_use"
+	ReasonAuthoritative     = "active_authoritative_memory"
+	ReasonInsufficient      = "insufficient_authority"
+)
+
+// Thresholds of rules 1 and 2: a relation at or above them decides.
+const (
+	BlockThreshold   = 0.65
+	PayloadThreshold = 0.55
+)
+
+// Decision is where one node goes and why.
+type Decision struct {
+	Bucket     string
+	Reason     string
+	RelationID string // the relation that decided, for rules 1 and 2
+	Detail     string
+}
+
+// firstRelation returns the earliest (created_at, then id) incoming
+// relation of one of kinds at or above min, or nil.
+func firstRelation(in []kura.Relation, min float64, kinds ...string) *kura.Relation {
+	var best *kura.Relation
+	for i := range in {
+		r := &in[i]
+		if r.Confidence < min || !slices.Contains(kinds, r.Kind) {
+			continue
+		}
+		if best == nil || r.CreatedAt < best.CreatedAt || (r.CreatedAt == best.CreatedAt && r.ID < best.ID) {
+			best = r
+		}
+	}
+	return best
+}
+
+func conf(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }
+
+// Decide applies the rules in order; the first that matches decides.
+// incoming holds the relations whose `to` is n. Nothing else about the
+// node (confidence, kind) or the relations (supports, derived_from, the
+// state of their source) can change the answer.
+func Decide(n *kura.Node, incoming []kura.Relation) Decision {
+	if r := firstRelation(incoming, BlockThreshold, "supersedes", "contradicts", "invalidates"); r != nil {
+		return Decision{DoNotUse, ReasonBlockedByRelation, r.ID,
+			r.Kind + " from " + r.From + " at confidence " + conf(r.Confidence) + " (≥ 0.65)"}
+	}
+	payloadRel := firstRelation(incoming, PayloadThreshold, "requires_payload")
+	if payloadRel != nil {
+		return Decision{Rehydrate, ReasonRequiresPayload, payloadRel.ID,
+			"requires_payload from " + payloadRel.From + " at confidence " + conf(payloadRel.Confidence) + " (≥ 0.55)"}
+	}
+	switch n.Lifecycle {
+	case "archived", "rehydrate_required":
+		return Decision{Rehydrate, ReasonPayloadRequired, "", "lifecycle " + n.Lifecycle}
+	case "suppressed", "retired", "blocked":
+		return Decision{DoNotUse, ReasonLifecycleBlocks, "", "lifecycle " + n.Lifecycle}
+	}
+	if n.Authority == "rejected" {
+		return Decision{DoNotUse, ReasonLifecycleBlocks, "", "authority rejected"}
+	}
+	if n.Lifecycle == "active" && (n.Authority == "trusted" || n.Authority == "verified") {
+		return Decision{UseNow, ReasonAuthoritative, "", "active and " + n.Authority}
+	}
+	return Decision{InspectBeforeUse, ReasonInsufficient, "", "lifecycle " + n.Lifecycle + ", authority " + n.Authority}
+}
+
+// Request is what a caller asks of a compile.
+type Request struct {
+	Query        string   `json:"query"`
+	TargetFiles  []string `json:"target_files"`
+	Kinds        []string `json:"kinds"`
+	MaxPerBucket int      `json:"max_per_bucket"`
+	BudgetBytes  int      `json:"budget_bytes"`
+	AsOf         string   `json:"as_of"`
+	Redact       *bool    `json:"redact"`
+}
+
+// Item is a node as a bucket shows it.
+type Item struct {
+	Ref        string  `json:"ref"`
+	Title      string  `json:"title"`
+	Summary    string  `json:"summary"`
+	Confidence float64 `json:"confidence"`
+	Lifecycle  string  `json:"lifecycle"`
+	Authority  string  `json:"authority"`
+	PayloadRef *string `json:"payload_ref,omitempty"`
+}
+
+// TraceEntry explains one node's decision.
+type TraceEntry struct {
+	Ref        string          `json:"ref"`
+	Bucket     string          `json:"bucket"`
+	Reason     string          `json:"reason"`
+	RelationID string          `json:"relation_id,omitempty"`
+	Detail     string          `json:"detail"`
+	Score      *int            `json:"score,omitempty"`
+	Why        []memory.Reason `json:"why,omitempty"`
+}
+
+// Buckets holds the admitted items.
+type Buckets struct {
+	UseNow           []Item `json:"use_now"`
+	InspectBeforeUse []Item `json:"inspect_before_use"`
+	DoNotUse         []Item `json:"do_not_use"`
+	Rehydrate        []Item `json:"rehydrate"`
+}
+
+func (b *Buckets) get(name string) *[]Item {
+	switch name {
+	case UseNow:
+		return &b.UseNow
+	case InspectBeforeUse:
+		return &b.InspectBeforeUse
+	case Rehydrate:
+		return &b.Rehydrate
+	default:
+		return &b.DoNotUse
+	}
+}
+
+// Result is a compile's answer without the store's parts (bundle id,
+// scope, as_of, digest), which the caller adds.
+type Result struct {
+	Buckets    Buckets        `json:"buckets"`
+	Trace      []TraceEntry   `json:"trace"`
+	Omitted    map[string]int `json:"omitted"`
+	Bytes      int            `json:"bytes"`
+	Redactions int            `json:"redactions"`
+	Warnings   []string       `json:"warnings"`
+}
+
+type ranked struct {
+	n     *kura.Node
+	score int
+	why   []memory.Reason
+}
+
+// Compile decides every node and builds the buckets. relations are the
+// scope's relations; incoming ones are found through an index by target,
+// so the work is linear in nodes + relations.
+func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result {
+	byTarget := make(map[string][]kura.Relation, len(relations))
+	for _, r := range relations {
+		byTarget[r.To] = append(byTarget[r.To], r)
+	}
+	words := memory.Words(req.Query)
+	list := make([]ranked, 0, len(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		if len(req.Kinds) > 0 && !slices.Contains(req.Kinds, n.Kind) {
+			continue
+		}
+		rk := ranked{n: n}
+		if len(words) > 0 {
+			rk.score, rk.why = memory.Score(memory.Terms(n), words)
+		}
+		// Target files explain relevance; they never reorder (the order
+		// rules are binding) nor change a bucket.
+		for _, f := range n.TargetFiles {
+			if slices.Contains(req.TargetFiles, f) {
+				rk.why = append(rk.why, memory.Reason{Code: "target_file_match", Detail: f})
+			}
+		}
+		list = append(list, rk)
+	}
+	slices.SortFunc(list, func(a, b ranked) int {
+		if len(words) > 0 {
+			if c := cmp.Compare(b.score, a.score); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(b.n.UpdatedAt, a.n.UpdatedAt); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.n.ID, b.n.ID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.n.Kind, b.n.Kind)
+	})
+
+	res := &Result{Trace: make([]TraceEntry, 0, len(list)), Omitted: map[string]int{}, Warnings: []string{}}
+	for _, b := range BucketOrder {
+		*res.Buckets.get(b) = []Item{}
+		res.Omitted[b] = 0
+	}
+	redact := req.Redact == nil || *req.Redact
+	for i := range list {
+		rk := &list[i]
+		d := Decide(rk.n, byTarget[rk.n.Ref])
+		te := TraceEntry{Ref: rk.n.Ref, Bucket: d.Bucket, Reason: d.Reason, RelationID: d.RelationID, Detail: d.Detail, Why: rk.why}
+		if len(words) > 0 {
+			s := rk.score
+			te.Score = &s
+		}
+		res.Trace = append(res.Trace, te)
+		items := res.Buckets.get(d.Bucket)
+		if req.MaxPerBucket > 0 && len(*items) >= req.MaxPerBucket {
+			res.Omitted[d.Bucket]++
+			continue
+		}
+		it := Item{Ref: rk.n.Ref, Title: rk.n.Title, Summary: rk.n.Summary, Confidence: rk.n.Confidence,
+			Lifecycle: rk.n.Lifecycle, Authority: rk.n.Authority, PayloadRef: rk.n.PayloadRef}
+		if redact {
+			var c1, c2 int
+			it.Title, c1 = Redact(it.Title)
+			it.Summary, c2 = Redact(it.Summary)
+			res.Redactions += c1 + c2
+		}
+		*items = append(*items, it)
+	}
+	res.applyBudget(req.BudgetBytes)
+	return res
+}
+
+// applyBudget keeps items in bucket order while their serialized size
+// fits; the first item that does not fit ends the filling, so what is kept
+// is always a prefix of the ranked order. bytes counts the kept items.
+func (res *Result) applyBudget(budget int) {
+	total := 0
+	full := false
+	for _, b := range BucketOrder {
+		items := res.Buckets.get(b)
+		kept := (*items)[:0:0]
+		for _, it := range *items {
+			size := ItemSize(&it)
+			if budget > 0 && (full || total+size > budget) {
+				full = true
+				res.Omitted[b]++
+				continue
+			}
+			total += size
+			kept = append(kept, it)
+		}
+		*items = kept
+	}
+	res.Bytes = total
+	if full {
+		res.Warnings = append(res.Warnings, "budget: "+strconv.Itoa(budget)+" bytes reached; see omitted")
+	}
+}
+
+// ItemSize is what an item costs against budget_bytes: its JSON encoding.
+func ItemSize(it *Item) int {
+	b, _ := json.Marshal(it)
+	return len(b)
+}
+
+// Bundle is the answer of preview and compile.
+type Bundle struct {
+	BundleID string `json:"bundle_id,omitempty"`
+	Digest   string `json:"digest"`
+	Scope    string `json:"scope"`
+	AsOf     string `json:"as_of"`
+	Result
+}
+
+// Digest is "sha256:<hex>" of the RFC 8785 form of the buckets: what a
+// client recomputes to check a bundle it was handed.
+func Digest(b *Buckets) (string, error) {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return "", err
+	}
+	canon, err := kurahash.Canonical(raw)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}

@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kura-memory/kura/internal/admission"
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// Bounds of a compile request.
+const (
+	MaxBudgetBytes  = 16 << 20
+	MaxPerBucketCap = 100000
+)
+
+// validateCompile checks a request and returns its as_of (now when absent)
+// and whether it was asked for.
+func (db *DB) validateCompile(req *admission.Request) (string, bool, error) {
+	if len(req.Query) > 1024 {
+		return "", false, kura.Invalid("query", "query is longer than 1024 bytes")
+	}
+	if len(req.TargetFiles) > kura.MaxTargetFiles {
+		return "", false, kura.Invalid("target_files", "at most %d target files", kura.MaxTargetFiles)
+	}
+	for _, k := range req.Kinds {
+		if !slices.Contains(db.nodeKinds(), k) {
+			return "", false, kura.Invalid("kinds", "unknown node kind %q", k).WithDetail("allowed", db.nodeKinds())
+		}
+	}
+	if req.MaxPerBucket < 0 || req.MaxPerBucket > MaxPerBucketCap {
+		return "", false, kura.Invalid("max_per_bucket", "max_per_bucket must be 0 (no limit) to %d", MaxPerBucketCap)
+	}
+	if req.BudgetBytes < 0 || req.BudgetBytes > MaxBudgetBytes {
+		return "", false, kura.Invalid("budget_bytes", "budget_bytes must be 0 (no limit) to %d", MaxBudgetBytes)
+	}
+	if req.AsOf == "" {
+		return kura.FormatTime(db.now()), false, nil
+	}
+	t, err := kura.ParseTime(req.AsOf)
+	if err != nil {
+		return "", false, kura.Invalid("as_of", "as_of must be an RFC 3339 time")
+	}
+	return kura.FormatTime(t), true, nil
+}
+
+// scopeMemory reads a scope's nodes (of kinds, or all) and relations as they
+// were at asOf, from one snapshot. current reads the nodes table itself
+// (no version lookups) when asOf is now.
+func scopeMemory(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, scope, asOf string, current bool, kinds []string) ([]kura.Node, []kura.Relation, error) {
+	var sid int64
+	err := q.QueryRowContext(ctx, "SELECT sid FROM scopes WHERE name = ?", scope).Scan(&sid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	kindSQL, args := "", []any{sid}
+	if len(kinds) > 0 {
+		kindSQL = " AND n.kind IN (?" + strings.Repeat(",?", len(kinds)-1) + ")"
+		for _, k := range kinds {
+			args = append(args, k)
+		}
+	}
+	var nodes []kura.Node
+	if current {
+		rows, err := q.QueryContext(ctx, "SELECT "+nodeCols+" FROM nodes n WHERE n.sid = ?"+kindSQL, args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		for rows.Next() {
+			n, err := scanNode(rows, scope)
+			if err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+			nodes = append(nodes, n.Node)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		// The version current at asOf: the newest whose valid_from is not
+		// after it. Nodes created later have none and drop out.
+		rows, err := q.QueryContext(ctx, `SELECT (SELECT v.body FROM node_versions v WHERE v.nid = n.nid AND v.valid_from <= ?
+			ORDER BY v.version DESC LIMIT 1) AS body FROM nodes n WHERE n.sid = ?`+kindSQL+` AND n.created_at <= ?`,
+			append(append([]any{asOf}, args...), asOf)...)
+		if err != nil {
+			return nil, nil, err
+		}
+		for rows.Next() {
+			var body sql.NullString
+			if err := rows.Scan(&body); err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+			if !body.Valid {
+				continue
+			}
+			var n kura.Node
+			if err := json.Unmarshal([]byte(body.String), &n); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("node version: %w", err)
+			}
+			nodes = append(nodes, n)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, err
+		}
+	}
+	rows, err := q.QueryContext(ctx, `SELECT r.id, r.kind, f.kind || ':' || f.id, t.kind || ':' || t.id, r.confidence, r.created_at
+		FROM relations r JOIN nodes f ON f.nid = r.from_nid JOIN nodes t ON t.nid = r.to_nid
+		WHERE r.sid = ? AND r.created_at <= ?`, sid, asOf)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var rels []kura.Relation
+	for rows.Next() {
+		var r kura.Relation
+		if err := rows.Scan(&r.ID, &r.Kind, &r.From, &r.To, &r.Confidence, &r.CreatedAt); err != nil {
+			return nil, nil, err
+		}
+		r.Scope = scope
+		rels = append(rels, r)
+	}
+	return nodes, rels, rows.Err()
+}
+
+// compile builds a bundle (without an id) from one read snapshot.
+func (db *DB) compile(ctx context.Context, scope string, req *admission.Request) (*admission.Bundle, error) {
+	asOf, asked, err := db.validateCompile(req)
+	if err != nil {
+		return nil, err
+	}
+	rtx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rtx.Rollback()
+	now := db.now()
+	nodes, rels, err := scopeMemory(ctx, rtx, scope, asOf, !asked, req.Kinds)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	res := admission.Compile(nodes, rels, req)
+	if asked {
+		t, _ := kura.ParseTime(asOf)
+		if age := now.Sub(t); age > time.Second {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("stale: memory as of %s is %s old", asOf, age.Round(time.Second)))
+		}
+	}
+	digest, err := admission.Digest(&res.Buckets)
+	if err != nil {
+		return nil, err
+	}
+	return &admission.Bundle{Digest: digest, Scope: scope, AsOf: asOf, Result: *res}, nil
+}
+
+// PreviewContext compiles without writing anything: no bundle, no event.
+func (db *DB) PreviewContext(ctx context.Context, scope string, req *admission.Request) (json.RawMessage, error) {
+	b, err := db.compile(ctx, scope, req)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(b)
+}
+
+var (
+	qInsertBundle = wsql("INSERT INTO context_bundles(id, scope, digest, as_of, body, created_at) VALUES(?,?,?,?,?,?)")
+)
+
+// CompileContext compiles and keeps the bundle, with its context.compiled
+// event, in one transaction. The answer is the stored body, byte for byte.
+func (db *DB) CompileContext(ctx context.Context, scope string, req *admission.Request) (json.RawMessage, error) {
+	b, err := db.compile(ctx, scope, req)
+	if err != nil {
+		return nil, err
+	}
+	b.BundleID = uuid.Must(uuid.NewV7()).String()
+	body, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	err = db.Update(ctx, func(tx *Tx) error {
+		if err := tx.storeBundle(b, body); err != nil {
+			return err
+		}
+		return tx.Answer(200, json.RawMessage(body))
+	})
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return body, nil
+}
+
+func (tx *Tx) storeBundle(b *admission.Bundle, body []byte) error {
+	if _, err := tx.Exec(qInsertBundle, b.BundleID, b.Scope, b.Digest, b.AsOf, string(body), tx.NowString()); err != nil {
+		return err
+	}
+	return tx.AddEvent("context.compiled", b.Scope, map[string]string{"bundle_id": b.BundleID})
+}
+
+// GetBundle returns a stored bundle exactly as compile answered it.
+func (db *DB) GetBundle(ctx context.Context, scope, id string) (json.RawMessage, error) {
+	if !kura.ValidID(id) {
+		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
+	}
+	var body string
+	err := db.rdb.QueryRowContext(ctx, "SELECT body FROM context_bundles WHERE id = ? AND scope = ?", id, scope).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, kura.Errorf(kura.ENotFound, "no context bundle %s in scope %s", id, scope)
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return json.RawMessage(body), nil
+}
