@@ -60,7 +60,8 @@ func firstRelation(in []kura.Relation, min float64, kinds ...string) *kura.Relat
 	var best *kura.Relation
 	for i := range in {
 		r := &in[i]
-		if r.Confidence < min || !slices.Contains(kinds, r.Kind) {
+		// Written as !(>=) so a NaN confidence never blocks.
+		if !(r.Confidence >= min) || !slices.Contains(kinds, r.Kind) {
 			continue
 		}
 		if best == nil || r.CreatedAt < best.CreatedAt || (r.CreatedAt == best.CreatedAt && r.ID < best.ID) {
@@ -221,6 +222,7 @@ func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result
 		res.Omitted[b] = 0
 	}
 	redact := req.Redact == nil || *req.Redact
+	redacted := map[string]int{} // per item, counted once the budget has chosen
 	for i := range list {
 		rk := &list[i]
 		d := Decide(rk.n, byTarget[rk.n.Ref])
@@ -241,11 +243,18 @@ func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result
 			var c1, c2 int
 			it.Title, c1 = Redact(it.Title)
 			it.Summary, c2 = Redact(it.Summary)
-			res.Redactions += c1 + c2
+			redacted[it.Ref] = c1 + c2
 		}
 		*items = append(*items, it)
 	}
 	res.applyBudget(req.BudgetBytes)
+	// Only what the bundle holds counts: a secret in an item the budget
+	// cut was never handed out.
+	for _, b := range BucketOrder {
+		for _, it := range *res.Buckets.get(b) {
+			res.Redactions += redacted[it.Ref]
+		}
+	}
 	return res
 }
 

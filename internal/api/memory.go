@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
@@ -91,7 +92,7 @@ func (s *Server) handleNodeGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	n, err := s.store.GetNode(r.Context(), chi.URLParam(r, "scope"), chi.URLParam(r, "ref"), asOf)
+	n, err := s.store.GetNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), asOf)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -202,7 +203,7 @@ func (s *Server) handleNodeList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleNodeHistory(w http.ResponseWriter, r *http.Request) {
-	h, err := s.store.NodeHistory(r.Context(), chi.URLParam(r, "scope"), chi.URLParam(r, "ref"))
+	h, err := s.store.NodeHistory(r.Context(), chi.URLParam(r, "scope"), refParam(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -216,7 +217,7 @@ func (s *Server) handleNodeTransition(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	n, err := s.store.TransitionNode(r.Context(), chi.URLParam(r, "scope"), chi.URLParam(r, "ref"), &in)
+	n, err := s.store.TransitionNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), &in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -230,7 +231,7 @@ func (s *Server) handleNodeRevise(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rev, err := s.store.ReviseNode(r.Context(), chi.URLParam(r, "scope"), chi.URLParam(r, "ref"), &in)
+	rev, err := s.store.ReviseNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), &in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -343,4 +344,15 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"results": res})
+}
+
+// refParam is the {ref} path segment, unescaped: chi matches on the raw
+// path, so a client that wrote "belief%3Ab1" (as encodeURIComponent does)
+// would otherwise see its ref refused.
+func refParam(r *http.Request) string {
+	v := chi.URLParam(r, "ref")
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
 }

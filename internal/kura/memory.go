@@ -131,6 +131,9 @@ func (in *NodeInput) Validate(kinds []string, field string) error {
 			return Invalid(field+"derived_from", "derived_from[%d] %q is not a node ref (kind:id) or record:<id>", i, s)
 		}
 	}
+	if string(in.Metadata) == "null" {
+		in.Metadata = nil // optional: null is the same as leaving it out
+	}
 	if in.Metadata != nil {
 		m, err := CompactObject(in.Metadata)
 		if err != nil {

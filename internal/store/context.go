@@ -159,8 +159,8 @@ func (db *DB) compile(ctx context.Context, scope string, req *admission.Request)
 	res := admission.Compile(nodes, rels, req)
 	if asked {
 		t, _ := kura.ParseTime(asOf)
-		if age := now.Sub(t); age > time.Second {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("stale: memory as of %s is %s old", asOf, age.Round(time.Second)))
+		if age := now.Sub(t); age > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("stale: memory as of %s is %s old", asOf, age.Round(time.Millisecond)))
 		}
 	}
 	digest, err := admission.Digest(&res.Buckets)

@@ -26,7 +26,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 func openWithClock(tb testing.TB, c *clock) *store.DB {
@@ -41,12 +41,12 @@ func openWithClock(tb testing.TB, c *clock) *store.DB {
 }
 
 type bundle struct {
-	BundleID string                    `json:"bundle_id"`
-	Digest   string                    `json:"digest"`
-	AsOf     string                    `json:"as_of"`
+	BundleID string                     `json:"bundle_id"`
+	Digest   string                     `json:"digest"`
+	AsOf     string                     `json:"as_of"`
 	Buckets  map[string]json.RawMessage `json:"buckets"`
-	Trace    []admission.TraceEntry    `json:"trace"`
-	Warnings []string                  `json:"warnings"`
+	Trace    []admission.TraceEntry     `json:"trace"`
+	Warnings []string                   `json:"warnings"`
 }
 
 func refsIn(tb testing.TB, raw json.RawMessage) []string {

@@ -842,6 +842,11 @@ func (db *DB) ListNodes(ctx context.Context, scope string, f kura.NodeFilter) ([
 // ListRelations lists a scope's relations touching ref (either end), or all
 // of them, optionally of one kind, in creation order.
 func (db *DB) ListRelations(ctx context.Context, scope, ref, kind, after string, limit int) ([]kura.Relation, string, error) {
+	if ref != "" {
+		if _, err := db.parseNodeRef(ref, "ref"); err != nil {
+			return nil, "", err
+		}
+	}
 	sid, ok, err := db.readScope(ctx, scope)
 	if err != nil || !ok {
 		return []kura.Relation{}, "", err
