@@ -97,6 +97,7 @@ func commandTable() []command {
 		{"turn claim", "<turn> --worker W [--lease SECONDS]", "claim a turn for a worker; prints the epoch later writes must carry", setupTurnClaim},
 		{"turn renew", "<turn> --epoch N [--lease SECONDS]", "extend a worker's claim on a turn", setupTurnRenew},
 		{"turn list", "[--session S] [--state STATE] [--limit N] [--cursor C]", "list turns", setupTurnList},
+		{"trace", "<scope> <ref> [--direction backward|forward|both] [--depth N]", "show where a memory or record came from and what was derived from it, as a tree", setupTrace},
 		{"memory put", "<scope> --kind K [--id ID] [--title T] [--summary S] [--lifecycle L] [--authority A] [--confidence C] [--target-file F]... [--owner O] [--source-type T] [--derived-from REF]... [--meta k=v]... [--reason R] [--stdin | -]", "write a memory node, or a new version of one (a batch {\"nodes\":[...]} from stdin)", setupMemoryPut},
 		{"memory get", "<scope> <ref> [--as-of TIME]", "show a memory node (the version current at --as-of)", setupMemoryGet},
 		{"memory list", "<scope> [--kind K] [--lifecycle L] [--authority A] [--owner O] [--min-confidence C] [--updated-since T] [--limit N] [--cursor C]", "list a scope's memory nodes", setupMemoryList},

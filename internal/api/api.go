@@ -57,6 +57,7 @@ type Store interface {
 	Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportResult, error)
 	MemoryStore
 	ContextStore
+	ProvenanceStore
 	LastEventSeq() int64
 	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
 	EventsChanged() <-chan struct{}
@@ -135,6 +136,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 		s.registerEventRoutes(r)
 		s.registerMemoryRoutes(r)
 		s.registerContextRoutes(r)
+		s.registerProvenanceRoutes(r)
 		r.Post("/admin/import", s.idempotent(s.handleImport))
 	})
 	s.router = r
