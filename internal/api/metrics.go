@@ -21,7 +21,7 @@ func newHTTPMetrics(reg *prometheus.Registry) *httpMetrics {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "kura_http_request_duration_seconds",
 			Help:    "HTTP request latency by route pattern and method.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route", "method"}),
 	}
 	reg.MustRegister(m.requests, m.duration)
@@ -29,6 +29,17 @@ func newHTTPMetrics(reg *prometheus.Registry) *httpMetrics {
 }
 
 func (m *httpMetrics) observe(route, method string, status int, d time.Duration) {
+	method = metricMethod(method)
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// metricMethod keeps the method label bounded: any client can send an
+// invented method, and each would otherwise become a new series.
+func metricMethod(m string) string {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS":
+		return m
+	}
+	return "other"
 }

@@ -23,8 +23,6 @@ import (
 	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // AddrFile is the file in the data dir naming the bound addresses.
@@ -80,8 +78,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	vocab := kura.NewVocabulary(cfg.RecordTypes...)
+	dbPath := filepath.Join(cfg.DataDir, "kura.db")
 	m.store = store.New(store.Config{
-		Path:           filepath.Join(cfg.DataDir, "kura.db"),
+		Path:           dbPath,
 		Synchronous:    cfg.Synchronous,
 		MaxBatch:       cfg.WriterMaxBatch,
 		Linger:         cfg.WriterLinger,
@@ -108,10 +107,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.doorbell.Start(ctx); err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerStoreMetrics(reg, m.store)
-	registerDoorbellMetrics(reg, m.doorbell, m.bus)
+	reg := newRegistry(m.store, dbPath, m.doorbell, m.bus)
 	srv := api.New(api.Config{
 		Version:       m.Version,
 		SchemaVersion: store.SchemaVersion,
@@ -263,40 +259,4 @@ func (m *Main) startDebug(addr string) error {
 	go m.debug.Serve(ln)
 	m.Logger.Info("pprof listening", "addr", ln.Addr().String())
 	return nil
-}
-
-// registerDoorbellMetrics exports the publisher's progress and the NATS
-// server's client count.
-func registerDoorbellMetrics(reg *prometheus.Registry, p *bus.Publisher, b *bus.Bus) {
-	st := p.Stats()
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_outbox_published_events_total", Help: "Events published on NATS by the doorbell (at least once: replays after a restart count again)."},
-			func() float64 { return float64(st.Published.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_outbox_publish_errors_total", Help: "Failed publishes and outbox reads; the events stay in the outbox and are retried."},
-			func() float64 { return float64(st.Errors.Load()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_outbox_lag_events", Help: "Committed events not yet published (last committed seq - last published seq)."},
-			func() float64 { return float64(p.Lag()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_outbox_published_seq", Help: "Seq of the newest published event."},
-			func() float64 { return float64(p.PublishedSeq()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_nats_connections", Help: "Clients connected to the embedded NATS server (the doorbell's own included)."},
-			func() float64 { return float64(b.NumClients()) }),
-	)
-}
-
-// registerStoreMetrics exports the writer's counters; the store itself
-// knows nothing of Prometheus.
-func registerStoreMetrics(reg *prometheus.Registry, db *store.DB) {
-	st := db.Stats()
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_writer_transactions_total", Help: "Group transactions committed by the writer."},
-			func() float64 { return float64(st.Transactions.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_writer_jobs_total", Help: "Write requests committed by the writer (jobs / transactions = mean batch size)."},
-			func() float64 { return float64(st.Jobs.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_writer_failed_transactions_total", Help: "Group transactions that failed as a whole (begin or commit errors)."},
-			func() float64 { return float64(st.Failures.Load()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_writer_queue_depth", Help: "Write requests waiting for the writer."},
-			func() float64 { return float64(db.QueueDepth()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_events_last_seq", Help: "Sequence number of the newest committed event."},
-			func() float64 { return float64(db.LastEventSeq()) }),
-	)
 }

@@ -86,6 +86,9 @@ type DB struct {
 	evCh    chan struct{} // closed and replaced at each commit that wrote events
 	stats   WriterStats
 
+	written  [numWrittenKinds]atomic.Int64   // writes committed since Open, by kind
+	batchObs atomic.Pointer[[]BatchObserver] // copy-on-write under hookMu
+
 	walFrames     atomic.Int64 // frames not yet checkpointed at the last checkpoint
 	sinceCkpt     int          // commits since the last kick (writer only)
 	lastBatch     int          // size of the previous batch (writer only)

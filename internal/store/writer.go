@@ -254,9 +254,10 @@ func (db *DB) commit(batch []*job) {
 func (db *DB) run(batch []*job, savepoints bool) bool {
 	ctx := context.Background()
 	results := make([]error, len(batch))
+	start := time.Now()
 	sqlTx, err := db.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		db.failAll(batch, mapErr(fmt.Errorf("begin: %w", err)))
+		db.failAll(batch, start, mapErr(fmt.Errorf("begin: %w", err)))
 		return true
 	}
 	var events []kura.Event
@@ -289,7 +290,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 			if _, rerr := tx.Exec(qRollbackTo); rerr != nil {
 				// The transaction is unusable: fail the whole batch.
 				sqlTx.Rollback()
-				db.failAll(batch, mapErr(rerr))
+				db.failAll(batch, start, mapErr(rerr))
 				return true
 			}
 			tx.Exec(qRelease)
@@ -298,7 +299,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 		if savepoints {
 			if _, err := tx.Exec(qRelease); err != nil {
 				sqlTx.Rollback()
-				db.failAll(batch, mapErr(err))
+				db.failAll(batch, start, mapErr(err))
 				return true
 			}
 		}
@@ -307,25 +308,29 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 	}
 	if !anyOK {
 		sqlTx.Rollback()
+		db.observe(BatchStats{Jobs: len(batch), Duration: time.Since(start)})
 		for i, j := range batch {
 			j.done <- results[i]
 		}
 		return true
 	}
+	commitStart := time.Now()
 	if err := sqlTx.Commit(); err != nil {
 		db.log.Error("commit failed", "err", err, "jobs", len(batch))
 		sqlTx.Rollback()
-		db.failAll(batch, mapErr(fmt.Errorf("commit: %w", err)))
+		db.failAll(batch, start, mapErr(fmt.Errorf("commit: %w", err)))
 		return true
 	}
-	db.committed(batch, results, events)
+	end := time.Now()
+	db.committed(batch, results, events, BatchStats{Jobs: len(batch), Committed: true,
+		Duration: end.Sub(start), Commit: end.Sub(commitStart)})
 	return true
 }
 
 // committed updates counters, answers the callers and hands the events to
 // the commit hooks, in that order: nobody hears of a write before it is
-// durable.
-func (db *DB) committed(batch []*job, results []error, events []kura.Event) {
+// durable, and a caller that has its answer finds it counted.
+func (db *DB) committed(batch []*job, results []error, events []kura.Event, bs BatchStats) {
 	db.stats.Transactions.Add(1)
 	db.stats.Jobs.Add(int64(len(batch)))
 	// Ask for an early checkpoint after a burst of commits.
@@ -341,14 +346,20 @@ func (db *DB) committed(batch []*job, results []error, events []kura.Event) {
 		db.lastSeq.Store(events[n-1].Seq)
 		db.counts.events.Add(int64(n))
 		for _, e := range events {
-			switch e.Type {
-			case "record.written":
+			k := writtenKind(e.Type)
+			if k < 0 {
+				continue
+			}
+			db.written[k].Add(1)
+			switch k {
+			case kindRecords:
 				db.counts.records.Add(1)
-			case "ledger.written":
+			case kindLedgers:
 				db.counts.ledgers.Add(1)
 			}
 		}
 	}
+	db.observe(bs)
 	for i, j := range batch {
 		j.done <- results[i]
 	}
@@ -377,8 +388,9 @@ func runJob(fn func(*Tx) error, tx *Tx) (err error) {
 	return fn(tx)
 }
 
-func (db *DB) failAll(batch []*job, err error) {
+func (db *DB) failAll(batch []*job, start time.Time, err error) {
 	db.stats.Failures.Add(1)
+	db.observe(BatchStats{Jobs: len(batch), Failed: true, Duration: time.Since(start)})
 	for _, j := range batch {
 		j.done <- err
 	}
@@ -401,4 +413,116 @@ func (tx *Tx) AddCommand(project, target, action string, refs map[string]string)
 	}
 	tx.events = append(tx.events, kura.Event{Seq: seq, ID: id, Type: action, Project: project, Subject: subject, Refs: refs, CreatedAt: at})
 	return nil
+}
+
+// BatchStats describes one group transaction the writer finished.
+type BatchStats struct {
+	Jobs int // write requests in the batch, failed ones included
+	// Committed is true when the transaction committed; false when it
+	// failed as a whole (Failed) or every job in it failed and it was
+	// rolled back.
+	Committed bool
+	Failed    bool          // begin, savepoint or commit error: every caller got it
+	Duration  time.Duration // BEGIN until COMMIT returned (or the failure)
+	// Commit is the COMMIT alone: writing the WAL frames and, with
+	// synchronous=FULL, the fsync. Zero unless Committed.
+	Commit time.Duration
+}
+
+// BatchObserver receives the stats of every group transaction. The writer
+// calls it before answering the batch's callers, so it must be quick and
+// must never block: every write waits for it.
+type BatchObserver func(BatchStats)
+
+// OnBatch registers an observer of the writer's group transactions (the
+// metrics layer's histograms).
+func (db *DB) OnBatch(o BatchObserver) {
+	db.hookMu.Lock()
+	defer db.hookMu.Unlock()
+	var obs []BatchObserver
+	if p := db.batchObs.Load(); p != nil {
+		obs = append(obs, *p...)
+	}
+	obs = append(obs, o)
+	db.batchObs.Store(&obs)
+}
+
+// observe hands bs to the batch observers; one atomic load when there are
+// none.
+func (db *DB) observe(bs BatchStats) {
+	if p := db.batchObs.Load(); p != nil {
+		for _, o := range *p {
+			o(bs)
+		}
+	}
+}
+
+// Kinds of writes counted by Written, one per event type that marks one.
+const (
+	kindRecords = iota
+	kindLedgers
+	kindSessions
+	kindTurnsOpened
+	kindTurnsClosed
+	kindNodes
+	kindRelations
+	kindFeedback
+	kindKBEntries
+	kindBundles
+	numWrittenKinds
+)
+
+// WrittenKinds names the kinds Written counts, in a fixed order: a small,
+// closed set, fit for a metric label.
+var WrittenKinds = [numWrittenKinds]string{
+	kindRecords:     "records",
+	kindLedgers:     "ledgers",
+	kindSessions:    "sessions",
+	kindTurnsOpened: "turns_opened",
+	kindTurnsClosed: "turns_closed",
+	kindNodes:       "nodes",
+	kindRelations:   "relations",
+	kindFeedback:    "feedback",
+	kindKBEntries:   "kb_entries",
+	kindBundles:     "bundles",
+}
+
+// writtenKind maps a committed event to the kind of write it marks, or -1.
+// Every mutation appends exactly one such event, so counting events counts
+// writes without touching the tables.
+func writtenKind(eventType string) int {
+	switch eventType {
+	case "record.written":
+		return kindRecords
+	case "ledger.written":
+		return kindLedgers
+	case "session.created":
+		return kindSessions
+	case "turn.opened":
+		return kindTurnsOpened
+	case "turn.complete":
+		return kindTurnsClosed
+	case "memory.node", "memory.lifecycle":
+		// Both write a new node version.
+		return kindNodes
+	case "memory.relation":
+		return kindRelations
+	case "memory.feedback":
+		return kindFeedback
+	case "kb.changed":
+		return kindKBEntries
+	case "context.compiled":
+		return kindBundles
+	}
+	return -1
+}
+
+// Written returns, by kind (WrittenKinds), how many writes this process
+// has committed since it opened the store.
+func (db *DB) Written() map[string]int64 {
+	m := make(map[string]int64, numWrittenKinds)
+	for k, name := range WrittenKinds {
+		m[name] = db.written[k].Load()
+	}
+	return m
 }
