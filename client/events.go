@@ -107,6 +107,10 @@ type EventPage struct {
 	Events    []Event `json:"events"`
 	NextAfter int64   `json:"next_after"`
 	LastSeq   int64   `json:"last_seq"`
+	// CompactedThrough is set when After lay before the event log's
+	// compaction checkpoint: the events up to it are gone, and a reader
+	// that needed them has missed them.
+	CompactedThrough int64 `json:"compacted_through,omitempty"`
 }
 
 // EventQuery selects events: those with seq > After, oldest first. Zero

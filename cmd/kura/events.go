@@ -53,6 +53,9 @@ func setupEvents(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		if c.json {
 			return c.printRaw(raw)
 		}
+		if p.CompactedThrough > 0 {
+			fmt.Fprintf(c.stderr, "events through seq %d were compacted away: %d to %d are missing\n", p.CompactedThrough, q.After+1, p.CompactedThrough)
+		}
 		for _, e := range p.Events {
 			if _, err := io.WriteString(c.stdout, formatEvent(e)); err != nil {
 				return err

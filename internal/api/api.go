@@ -58,6 +58,7 @@ type Store interface {
 	MemoryStore
 	ContextStore
 	ProvenanceStore
+	AdminStore
 	LastEventSeq() int64
 	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
 	EventsChanged() <-chan struct{}
@@ -138,6 +139,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 		s.registerContextRoutes(r)
 		s.registerProvenanceRoutes(r)
 		r.Post("/admin/import", s.idempotent(s.handleImport))
+		s.registerAdminRoutes(r)
 	})
 	s.router = r
 	return s

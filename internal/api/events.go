@@ -99,6 +99,10 @@ func eventsBody(p *kura.EventPage) []byte {
 	b = strconv.AppendInt(b, p.NextAfter, 10)
 	b = append(b, `,"last_seq":`...)
 	b = strconv.AppendInt(b, p.LastSeq, 10)
+	if p.CompactedThrough > 0 {
+		b = append(b, `,"compacted_through":`...)
+		b = strconv.AppendInt(b, p.CompactedThrough, 10)
+	}
 	return append(b, "}\n"...)
 }
 
@@ -224,6 +228,14 @@ func (s *Server) handleEventStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		buf = buf[:0]
+		if page.CompactedThrough > 0 {
+			// A comment, which every SSE client skips: the stream has no
+			// frame type for it, and a frame without a seq would break
+			// clients that resume from the seq of each frame.
+			buf = append(buf, ": compacted_through "...)
+			buf = strconv.AppendInt(buf, page.CompactedThrough, 10)
+			buf = append(buf, "\n\n"...)
+		}
 		for i := range page.Events {
 			e := &page.Events[i]
 			buf = append(buf, "id: "...)

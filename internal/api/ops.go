@@ -64,6 +64,12 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		RecordTypes:   s.cfg.RecordTypes,
 		StartedAt:     kura.FormatTime(s.started),
 	}
+	ct, err := s.store.EventsCompactedThrough(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info.CompactedThrough = ct
 	if s.bus != nil {
 		info.NATS.Addr = s.bus.Addr()
 	}

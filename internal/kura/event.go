@@ -48,6 +48,8 @@ type Info struct {
 	PublicKey   string      `json:"public_key"`
 	RecordTypes []string    `json:"record_types"`
 	StartedAt   string      `json:"started_at"`
+	// CompactedThrough: every event with seq <= it was compacted away.
+	CompactedThrough int64 `json:"compacted_through"`
 }
 
 // EventTypes are the event types kurad writes (API.md, "Events"); a filter
@@ -86,6 +88,9 @@ type EventPage struct {
 	Events    []Event `json:"-"`
 	NextAfter int64   `json:"next_after"`
 	LastSeq   int64   `json:"last_seq"`
+	// CompactedThrough is set when after= lies before the compaction
+	// checkpoint: events up to it were removed and the reader missed some.
+	CompactedThrough int64 `json:"compacted_through,omitempty"`
 }
 
 // OutboxInfo is the doorbell's progress in GET /v1/info: the newest

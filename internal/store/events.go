@@ -60,6 +60,18 @@ func (db *DB) ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPa
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(err)
 	}
+	// A page that does not start right after f.After may have lost its
+	// start to compaction; the checkpoint is read after the page, so it can
+	// only overstate what was missed, never hide it.
+	if len(page.Events) == 0 || page.Events[0].Seq > f.After+1 {
+		through, err := db.EventsCompactedThrough(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if f.After < through {
+			page.CompactedThrough = through
+		}
+	}
 	if n := len(page.Events); n == f.Limit {
 		page.NextAfter = page.Events[n-1].Seq
 	} else {

@@ -1,0 +1,48 @@
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+type (
+	// Backup is the answer of a backup: where it was written and its manifest.
+	Backup = kura.Backup
+	// BackupManifest is manifest.json of a backup directory.
+	BackupManifest = kura.BackupManifest
+	// BackupFile is one file of a backup with its size and SHA-256.
+	BackupFile = kura.BackupFile
+	// EventCompaction is the answer of an event-log compaction.
+	EventCompaction = kura.EventCompaction
+)
+
+// Backup makes kurad write a consistent snapshot of its database and a
+// signed manifest into dir (POST /v1/admin/backup, admin only). dir is a
+// path on the kurad host; it must be absolute and must not exist or be an
+// empty directory. Writes go on meanwhile; every write acknowledged before
+// the call is in the backup. The call takes as long as the copy: give the
+// HTTP client no short timeout.
+func (c *Client) Backup(ctx context.Context, dir string) (*Backup, error) {
+	var out Backup
+	body := map[string]string{"path": dir}
+	if err := c.do(ctx, "backup", http.MethodPost, "/v1/admin/backup", nil, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CompactEvents removes events with seq < beforeSeq from kurad's event log
+// (POST /v1/admin/compact-events, admin only), as far as the doorbell has
+// published them and never the newest one. Verification does not depend on
+// the events; the catch-up feed then reports compacted_through to readers
+// that ask for history before it.
+func (c *Client) CompactEvents(ctx context.Context, beforeSeq int64) (*EventCompaction, error) {
+	var out EventCompaction
+	body := map[string]int64{"before_seq": beforeSeq}
+	if err := c.do(ctx, "compact events", http.MethodPost, "/v1/admin/compact-events", nil, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -1,0 +1,98 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// AdminStore is what the operations routes need from the store.
+type AdminStore interface {
+	Backup(ctx context.Context, dir string) (*kura.BackupManifest, error)
+	CompactEvents(ctx context.Context, beforeSeq int64) (*kura.EventCompaction, error)
+	EventsCompactedThrough(ctx context.Context) (int64, error)
+}
+
+// registerAdminRoutes adds backup and event-log compaction. Both are for
+// the admin role once tokens and roles exist (issue 9); until then kurad
+// serves only loopback without tokens, where every caller is admin.
+//
+// Neither takes Idempotency-Key: a backup writes no data (a retry into the
+// same path answers 409, and the directory's manifest.json says what the
+// first call took), and compaction is idempotent by nature (a repeat
+// removes nothing more).
+func (s *Server) registerAdminRoutes(r chi.Router) {
+	r.Post("/admin/backup", s.handleBackup)
+	r.Post("/admin/compact-events", s.handleCompactEvents)
+}
+
+type backupRequest struct {
+	Path string `json:"path"`
+}
+
+// handleBackup writes a consistent snapshot and its manifest into a
+// directory on the kurad host while writes go on.
+func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
+	var in backupRequest
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.Path == "" {
+		s.writeError(w, r, kura.Invalid("path", "path is required: an absolute directory on the kurad host"))
+		return
+	}
+	// A large database takes longer than the server's write timeout.
+	http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	// A backup half written is worthless, so one whose caller hangs up
+	// still finishes (its manifest.json says it is complete); only kurad
+	// shutting down stops it, and then its files are removed.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	start := time.Now()
+	m, err := s.store.Backup(ctx, in.Path)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var size int64
+	for _, f := range m.Files {
+		size += f.Bytes
+	}
+	s.log.Info("backup written", "path", in.Path, "bytes", size, "last_event_seq", m.LastEventSeq, "duration", time.Since(start).Round(time.Millisecond))
+	s.writeJSON(w, http.StatusOK, kura.Backup{Path: filepath.Clean(in.Path), BackupManifest: *m})
+}
+
+type compactRequest struct {
+	BeforeSeq *int64 `json:"before_seq"`
+}
+
+// handleCompactEvents removes old, published rows of the event log.
+func (s *Server) handleCompactEvents(w http.ResponseWriter, r *http.Request) {
+	var in compactRequest
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.BeforeSeq == nil {
+		s.writeError(w, r, kura.Invalid("before_seq", "before_seq is required: events with a smaller seq are removed"))
+		return
+	}
+	res, err := s.store.CompactEvents(r.Context(), *in.BeforeSeq)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, res)
+}
