@@ -190,7 +190,7 @@ func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result
 		}
 		rk := ranked{n: n}
 		if len(words) > 0 {
-			rk.score, rk.why = memory.Score(memory.Terms(n), words)
+			rk.score, rk.why = memory.ScoreNode(n, words)
 		}
 		// Target files explain relevance; they never reorder (the order
 		// rules are binding) nor change a bucket.
@@ -217,12 +217,15 @@ func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result
 	})
 
 	res := &Result{Trace: make([]TraceEntry, 0, len(list)), Omitted: map[string]int{}, Warnings: []string{}}
+	// Decide every node (the trace lists them all), then fill the buckets
+	// in budget order. Items are only built, redacted and sized while they
+	// can still be kept: in a large scope with a budget, almost every node
+	// is cut, and redacting or encoding it would be wasted work.
+	cands := map[string][]*kura.Node{}
 	for _, b := range BucketOrder {
 		*res.Buckets.get(b) = []Item{}
 		res.Omitted[b] = 0
 	}
-	redact := req.Redact == nil || *req.Redact
-	redacted := map[string]int{} // per item, counted once the budget has chosen
 	for i := range list {
 		rk := &list[i]
 		d := Decide(rk.n, byTarget[rk.n.Ref])
@@ -232,57 +235,50 @@ func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result
 			te.Score = &s
 		}
 		res.Trace = append(res.Trace, te)
-		items := res.Buckets.get(d.Bucket)
-		if req.MaxPerBucket > 0 && len(*items) >= req.MaxPerBucket {
+		if req.MaxPerBucket > 0 && len(cands[d.Bucket]) >= req.MaxPerBucket {
 			res.Omitted[d.Bucket]++
 			continue
 		}
-		it := Item{Ref: rk.n.Ref, Title: rk.n.Title, Summary: rk.n.Summary, Confidence: rk.n.Confidence,
-			Lifecycle: rk.n.Lifecycle, Authority: rk.n.Authority, PayloadRef: rk.n.PayloadRef}
-		if redact {
-			var c1, c2 int
-			it.Title, c1 = Redact(it.Title)
-			it.Summary, c2 = Redact(it.Summary)
-			redacted[it.Ref] = c1 + c2
-		}
-		*items = append(*items, it)
+		cands[d.Bucket] = append(cands[d.Bucket], rk.n)
 	}
-	res.applyBudget(req.BudgetBytes)
-	// Only what the bundle holds counts: a secret in an item the budget
-	// cut was never handed out.
-	for _, b := range BucketOrder {
-		for _, it := range *res.Buckets.get(b) {
-			res.Redactions += redacted[it.Ref]
-		}
-	}
-	return res
-}
-
-// applyBudget keeps items in bucket order while their serialized size
-// fits; the first item that does not fit ends the filling, so what is kept
-// is always a prefix of the ranked order. bytes counts the kept items.
-func (res *Result) applyBudget(budget int) {
-	total := 0
-	full := false
+	redact := req.Redact == nil || *req.Redact
+	budget, total, full := req.BudgetBytes, 0, false
 	for _, b := range BucketOrder {
 		items := res.Buckets.get(b)
-		kept := (*items)[:0:0]
-		for _, it := range *items {
+		for _, n := range cands[b] {
+			if full {
+				res.Omitted[b]++
+				continue
+			}
+			it := Item{Ref: n.Ref, Title: n.Title, Summary: n.Summary, Confidence: n.Confidence,
+				Lifecycle: n.Lifecycle, Authority: n.Authority, PayloadRef: n.PayloadRef}
+			count := 0
+			if redact {
+				var c1, c2 int
+				it.Title, c1 = Redact(it.Title)
+				it.Summary, c2 = Redact(it.Summary)
+				count = c1 + c2
+			}
 			size := ItemSize(&it)
-			if budget > 0 && (full || total+size > budget) {
+			// The first item that does not fit ends the filling, so what is
+			// kept is always a prefix of the ranked order.
+			if budget > 0 && total+size > budget {
 				full = true
 				res.Omitted[b]++
 				continue
 			}
 			total += size
-			kept = append(kept, it)
+			// Only what the bundle holds counts: a secret in an item the
+			// budget cut was never handed out.
+			res.Redactions += count
+			*items = append(*items, it)
 		}
-		*items = kept
 	}
 	res.Bytes = total
 	if full {
 		res.Warnings = append(res.Warnings, "budget: "+strconv.Itoa(budget)+" bytes reached; see omitted")
 	}
+	return res
 }
 
 // ItemSize is what an item costs against budget_bytes: its JSON encoding.

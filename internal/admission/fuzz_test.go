@@ -29,6 +29,9 @@ func FuzzRedact(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		once, n1 := admission.Redact(s)
+		if slow, ns := admission.RedactPatterns(s); slow != once || ns != n1 {
+			t.Fatalf("Redact(%q) = %q, %d; without the pre-test %q, %d", s, once, n1, slow, ns)
+		}
 		if n1 < 0 {
 			t.Fatalf("Redact(%q): negative count %d", s, n1)
 		}

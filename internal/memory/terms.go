@@ -156,3 +156,63 @@ func WeightSQL(col string) string {
 	}
 	return b.String()
 }
+
+// ScoreNode is Score(Terms(n), query) without building n's word map: it
+// marks, for each query word, the fields it occurs in. Admission scores
+// every node of a scope per compile, where the map would be most of the
+// cost.
+func ScoreNode(n *kura.Node, query []string) (int, []Reason) {
+	if len(query) == 0 {
+		return 0, nil
+	}
+	idx := make(map[string]int, len(query))
+	for i, w := range query {
+		idx[w] = i
+	}
+	found := make([]int, len(query))
+	mark := func(bit int, text string) {
+		if text == "" {
+			return
+		}
+		for w := range strings.FieldsFuncSeq(strings.ToLower(text), notWordRune) {
+			if i, ok := idx[w]; ok && len(w) <= maxTermLen {
+				found[i] |= bit
+			}
+		}
+	}
+	mark(FieldTitle, n.Title)
+	mark(FieldID, n.ID)
+	for _, f := range n.TargetFiles {
+		mark(FieldTargetFiles, f)
+	}
+	mark(FieldSummary, n.Summary)
+	if n.PayloadRef != nil {
+		mark(FieldPayload, *n.PayloadRef)
+	}
+	if n.Owner != nil {
+		mark(FieldPayload, *n.Owner)
+	}
+	if len(n.Metadata) > 2 {
+		var v any
+		if json.Unmarshal(n.Metadata, &v) == nil {
+			walkPrimitives(v, func(s string) { mark(FieldMetadata, s) })
+		}
+	}
+	score := 0
+	var reasons []Reason
+	for _, f := range Fields {
+		var hit []string
+		for i, w := range query {
+			if found[i]&f.Bit != 0 {
+				hit = append(hit, w)
+			}
+		}
+		if len(hit) > 0 {
+			score += f.Weight * len(hit)
+			reasons = append(reasons, Reason{Code: f.Code, Detail: strings.Join(hit, ", ")})
+		}
+	}
+	return score, reasons
+}
+
+func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
