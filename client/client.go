@@ -71,6 +71,7 @@ type ctxKey int
 const (
 	keyRawResponse ctxKey = iota
 	keyIdempotency
+	keyStatus // *int: the HTTP status of a successful answer (kb.go)
 )
 
 // WithRawResponse returns a context that makes every successful call made
@@ -150,6 +151,9 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 	}
 	if dst, ok := ctx.Value(keyRawResponse).(*json.RawMessage); ok && dst != nil {
 		*dst = append((*dst)[:0], b...)
+	}
+	if st, ok := ctx.Value(keyStatus).(*int); ok && st != nil {
+		*st = resp.StatusCode
 	}
 	if out == nil {
 		return nil

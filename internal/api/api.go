@@ -58,6 +58,7 @@ type Store interface {
 	MemoryStore
 	ContextStore
 	ProvenanceStore
+	KBStore
 	AdminStore
 	LastEventSeq() int64
 	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
@@ -138,6 +139,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 		s.registerMemoryRoutes(r)
 		s.registerContextRoutes(r)
 		s.registerProvenanceRoutes(r)
+		s.registerKBRoutes(r)
 		r.Post("/admin/import", s.idempotent(s.handleImport))
 		s.registerAdminRoutes(r)
 	})

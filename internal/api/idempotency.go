@@ -62,7 +62,9 @@ func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 			s.writeError(w, r, s.jsonError(err))
 			return
 		}
-		sum := sha256.Sum256([]byte(r.Method + " " + r.URL.Path + "\n" + string(body)))
+		// The query string is part of what a request asks (a DELETE names
+		// its target there), so one key reused with another query is refused.
+		sum := sha256.Sum256([]byte(r.Method + " " + r.URL.Path + "?" + r.URL.RawQuery + "\n" + string(body)))
 		fp := hex.EncodeToString(sum[:])
 		if s.replay(w, r, key, fp) {
 			return

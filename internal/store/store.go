@@ -78,6 +78,7 @@ type DB struct {
 	sweepDone chan struct{}
 
 	stmts   map[string]*sql.Stmt // prepared on wdb; used only by the writer
+	kbStmts stmtCache            // prepared knowledge-base reads (kb.go)
 	lastSeq atomic.Int64
 	counts  struct{ records, ledgers, events atomic.Int64 }
 	hookMu  sync.Mutex

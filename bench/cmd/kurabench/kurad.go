@@ -84,9 +84,15 @@ func (b *bench) startKurad(ctx context.Context, name string, extra ...string) (*
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
+	return b.startKuradDir(ctx, dataDir, dataDir+".log", extra...)
+}
+
+// startKuradDir starts kurad on dataDir as it is: the memory phases fill a
+// data dir through the store first (see memdata.go), then measure kurad on
+// it. The log goes to logPath.
+func (b *bench) startKuradDir(ctx context.Context, dataDir, logPath string, extra ...string) (*kuradProc, error) {
 	// The log sits beside the data dir, not in it, so kurad finds exactly
-	// the empty directory a first start would.
-	logPath := dataDir + ".log"
+	// the directory a first start (or the store build) left.
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err

@@ -18,10 +18,20 @@
 //	turns                          8 sessions looping open → append 10 records → close
 //	doorbell_latency               commit → NATS subscriber delivery at 1,000 paced writes/s, and the NATS floor
 //	doorbell_throughput            the outbox publisher under batch_1000's load: lag, drain, events/s delivered
+//	memory_ingest                  POST /v1/scopes/{scope}/memory/nodes/batch, 1,000 nodes a request
+//	memory_trace                   GET .../provenance/{ref}?depth=3 on a 1,000,000-node, 2,000,000-edge graph
+//	memory_derived                 GET .../provenance/record:{id}/derived, a record with 10,000 descendants
+//	memory_search                  GET .../memory/search?q= over a 100,000-node scope
+//	context_10k, context_100k      POST .../context/preview and /compile on 10,000 and 100,000 nodes
+//	kb_upsert                      PUT /v1/kb/{kb}/entries/batch, 1,000 entries a request (a tenth replacing)
+//	kb_query                       identifier, key and lookup queries on a 100,000-entry knowledge base
 //
 // Every kurad phase starts its own kurad on a fresh data directory, so no
-// phase measures a database grown by an earlier one. Later issues add phases
-// by appending to the phases list.
+// phase measures a database grown by an earlier one. The memory and context
+// phases fill their data dir through the store in this process first (the
+// three memory read phases share one, built once per run), then measure a
+// real kurad started on it. Later issues add phases by appending to the
+// phases list.
 package main
 
 import (
@@ -72,6 +82,18 @@ type config struct {
 	floorDur    time.Duration // paced plain NATS publishes measuring the floor
 	outboxReqs  int           // batch requests in doorbell_throughput
 
+	memIngestReqs  int // node batches (1,000 nodes) per memory_ingest run
+	memNodes       int // nodes of the lineage graph (memory_trace, memory_derived)
+	memDescendants int // of those, nodes derived from the one record
+	memSearchNodes int // nodes of the search scope
+	memTraceN      int // timed traces per direction
+	memDerivedK    int // timed derived requests
+	memSearchN     int // timed searches
+	ctxSmallN      int // nodes of context_10k (relations: half as many)
+	ctxSmallK      int // timed previews, and compiles, in context_10k
+	ctxBigN        int // nodes of context_100k
+	ctxBigK        int // timed previews, and compiles, in context_100k
+
 	reqTimeout time.Duration // per HTTP request
 }
 
@@ -110,6 +132,11 @@ func parseFlags(args []string) (*config, error) {
 		c.turnDur = 2 * time.Second
 		c.doorbellDur, c.floorDur = 2*time.Second, time.Second
 		c.outboxReqs = 20
+		c.memIngestReqs = 5
+		c.memNodes, c.memDescendants, c.memSearchNodes = 20_000, 2_000, 10_000
+		c.memTraceN, c.memDerivedK, c.memSearchN = 200, 3, 300
+		c.ctxSmallN, c.ctxSmallK = 10_000, 20
+		c.ctxBigN, c.ctxBigK = 20_000, 5
 	} else {
 		c.runs, c.rawRows = 3, 50_000
 		c.singleDur, c.warmup = 10*time.Second, 2*time.Second
@@ -121,6 +148,11 @@ func parseFlags(args []string) (*config, error) {
 		// Four times batch_1000's run: ~150 lag samples at ~26,000 rows/s, so
 		// "sustained" means seconds of ingest, not one burst.
 		c.outboxReqs = 200
+		c.memIngestReqs = 50
+		c.memNodes, c.memDescendants, c.memSearchNodes = 1_000_000, 10_000, 100_000
+		c.memTraceN, c.memDerivedK, c.memSearchN = 2_000, 10, 3_000
+		c.ctxSmallN, c.ctxSmallK = 10_000, 100
+		c.ctxBigN, c.ctxBigK = 100_000, 10
 	}
 	return c, nil
 }
@@ -139,6 +171,10 @@ type bench struct {
 	nonce   string
 	results []*PhaseResult
 	info    map[string]any // kurad's /v1/info from the first start
+	// selected are the phases asked for with -phases (empty: all).
+	selected map[string]bool
+	// mem is the data dir the memory read phases share (memdata.go).
+	mem *memData
 }
 
 // phase is one measured thing. run returns its result; an error means the
@@ -160,6 +196,18 @@ var phases = []phase{
 	{"turns", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.turnsPhase(ctx) }},
 	{"doorbell_latency", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.doorbellLatencyPhase(ctx) }},
 	{"doorbell_throughput", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.doorbellThroughputPhase(ctx) }},
+	{"memory_ingest", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.memIngestPhase(ctx) }},
+	{"memory_trace", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.memTracePhase(ctx) }},
+	{"memory_derived", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.memDerivedPhase(ctx) }},
+	{"memory_search", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.memSearchPhase(ctx) }},
+	{"context_10k", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.contextPhase(ctx, b.contextSize("context_10k"))
+	}},
+	{"context_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.contextPhase(ctx, b.contextSize("context_100k"))
+	}},
+	{"kb_upsert", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.kbUpsertPhase(ctx) }},
+	{"kb_query", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.kbQueryPhase(ctx) }},
 }
 
 func main() {
@@ -217,6 +265,7 @@ func run(ctx context.Context, cfg *config) int {
 			return 2
 		}
 	}
+	b.selected = selected
 	b.kuradSrc = cfg.kuradBin
 	if b.kuradSrc == "" {
 		b.kuradSrc = "go build ./cmd/kurad at " + gitDescribe(ctx, root)

@@ -59,6 +59,9 @@ type PhaseResult struct {
 
 // Run is one timed run of a phase.
 type Run struct {
+	// Op names what the run timed, for phases timing several request
+	// kinds in separate runs (memory_trace, memory_search, context_*).
+	Op             string      `json:"op,omitempty"`
 	Rows           int         `json:"rows,omitempty"`
 	Turns          int         `json:"turns,omitempty"`
 	TurnsPerSec    float64     `json:"turns_per_s,omitempty"`
@@ -189,6 +192,8 @@ func judge(b *bench) {
 		upper("doorbell_latency", "p99", fmt.Sprintf("commit → subscriber delivery p99 (delivery − HTTP answer, clamped at 0) at %s writes/s", thousands(doorbellRate)), r.P99ms, doorbellP99Target)
 	}
 	judgeOutbox(b)
+	judgeMemory(b)
+	judgeKB(b)
 	for _, r := range b.results {
 		if len(r.Targets) == 0 {
 			continue
@@ -266,6 +271,8 @@ func printTable(w io.Writer, rep *Report) {
 
 	printOps(w, rep)
 	printDoorbell(w, rep)
+	printMemory(w, rep)
+	printKB(w, rep)
 
 	for _, r := range rep.Phases {
 		if r.Error != "" || len(r.Notes) > 0 {

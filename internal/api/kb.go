@@ -1,0 +1,430 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/kb"
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// KBStore is what the knowledge-base routes need from the store.
+type KBStore interface {
+	PutKBEntry(ctx context.Context, name string, in *kura.KBEntryInput) (*kura.KBEntry, bool, error)
+	PutKBEntries(ctx context.Context, name string, ins []kura.KBEntryInput) (*kura.KBBatch, error)
+	UpdateKBEntry(ctx context.Context, name string, p *kura.KBPatch) (*kura.KBEntry, error)
+	DeleteKBEntry(ctx context.Context, name, scope, identifier string) (int, error)
+	ClearKB(ctx context.Context, name, scope string) (int, error)
+	QueryKB(ctx context.Context, name string, q kura.KBQuery) (*kura.KBPage, error)
+	LookupKB(ctx context.Context, name, scope, q string, limit int) (*kura.KBPage, error)
+	KBStats(ctx context.Context, name, scope string, after int64, limit int) (*kura.KBStats, error)
+	KBHistory(ctx context.Context, name, scope, identifier string, after, limit int) (*kura.KBHistory, error)
+}
+
+// Bounds on query parameters. A query is a handful of index probes, one
+// per word or key, so these bound its cost; they are far above anything
+// an identifier or a key list can hold.
+const (
+	maxKBQueryText = 4 * kura.MaxKBIdentifier // characters of identifier= and lookup's q
+	maxKBQueryKeys = 8 * kura.MaxKBKeys       // keys in any_keys or all_keys
+)
+
+func (s *Server) registerKBRoutes(r chi.Router) {
+	r.Route("/kb/{kb}", func(r chi.Router) {
+		r.Use(s.kbParam)
+		r.Put("/entries", s.idempotent(s.handleKBPut))
+		r.Put("/entries/batch", s.idempotent(s.handleKBBatch))
+		r.Get("/entries", s.handleKBQuery)
+		r.Patch("/entries", s.idempotent(s.handleKBPatch))
+		r.Delete("/entries", s.idempotent(s.handleKBDelete))
+		r.Get("/stats", s.handleKBStats)
+		r.Get("/history", s.handleKBHistory)
+		r.Get("/lookup", s.handleKBLookup)
+	})
+}
+
+// kbParam refuses a malformed knowledge-base name before any handler runs.
+func (s *Server) kbParam(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !kura.ValidSlug(chi.URLParam(r, "kb")) {
+			s.writeError(w, r, kura.Invalid("kb", "knowledge base name must be a slug (lowercase letters, digits, - and _)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decodeKB is decodeJSON for knowledge-base bodies, which must be valid
+// UTF-8 without lone surrogate escapes: encoding/json would quietly turn
+// either into U+FFFD, and an identifier is matched byte for byte, so a
+// stored identifier that differs from the one sent could never be
+// addressed by what the client holds.
+func (s *Server) decodeKB(w http.ResponseWriter, r *http.Request, v any) error {
+	var raw bytes.Buffer
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(r.Body, &raw), r.Body}
+	if err := s.decodeJSON(w, r, v); err != nil {
+		return err
+	}
+	if !utf8.Valid(raw.Bytes()) {
+		return kura.Invalid("", "the body is not valid UTF-8")
+	}
+	if loneSurrogate(raw.Bytes()) {
+		return kura.Invalid("", "the body holds a \\u escape of a lone UTF-16 surrogate, which is not a character")
+	}
+	return nil
+}
+
+// loneSurrogate reports whether JSON text b escapes a UTF-16 surrogate
+// that is not half of a pair (\ud83d\ude80 is one character; \ud83d alone
+// is none). Escapes occur only inside strings, and "\\" is consumed whole,
+// so "\\ud83d" (a backslash, then text) is not mistaken for one.
+func loneSurrogate(b []byte) bool {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // an escape of one character, "\\" included
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			continue
+		}
+		switch {
+		case r >= 0xdc00 && r <= 0xdfff:
+			return true // a low half with no high half before it
+		case r >= 0xd800 && r <= 0xdbff:
+			if lo, ok := hex4(i + 6); !ok || lo < 0xdc00 || lo > 0xdfff {
+				return true
+			}
+			i += 11 // the pair
+		default:
+			i += 5
+		}
+	}
+	return false
+}
+
+func (s *Server) handleKBPut(w http.ResponseWriter, r *http.Request) {
+	var in kura.KBEntryInput
+	if err := s.decodeKB(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, created, err := s.store.PutKBEntry(r.Context(), chi.URLParam(r, "kb"), &in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	s.answer(w, status, e)
+}
+
+func (s *Server) handleKBBatch(w http.ResponseWriter, r *http.Request) {
+	var in kura.KBBatchInput
+	if err := s.decodeKB(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	b, err := s.store.PutKBEntries(r.Context(), chi.URLParam(r, "kb"), in.Entries)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, http.StatusOK, b)
+}
+
+func (s *Server) handleKBPatch(w http.ResponseWriter, r *http.Request) {
+	var p kura.KBPatch
+	if err := s.decodeKB(w, r, &p); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, err := s.store.UpdateKBEntry(r.Context(), chi.URLParam(r, "kb"), &p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, http.StatusOK, e)
+}
+
+// kbQuery reads the query parameters of the knowledge-base routes. Every
+// value must be valid UTF-8 (a query string may carry any byte), and a
+// parameter that takes one value may be given once.
+type kbQuery struct{ v url.Values }
+
+func (q kbQuery) one(name string) (string, bool, error) {
+	vs, ok := q.v[name]
+	if !ok {
+		return "", false, nil
+	}
+	if len(vs) > 1 {
+		return "", false, kura.Invalid(name, "%s is given %d times; give it once", name, len(vs))
+	}
+	if !utf8.ValidString(vs[0]) {
+		return "", false, kura.Invalid(name, "%s is not valid UTF-8", name)
+	}
+	return vs[0], true, nil
+}
+
+func (q kbQuery) scope() (string, error) {
+	v, _, err := q.one("scope")
+	if err == nil && !kura.ValidKBScope(v) {
+		err = kura.Invalid("scope", "scope must be empty (the default scope) or a slug (lowercase letters, digits, - and _)")
+	}
+	return v, err
+}
+
+// text reads identifier= or q=: at most maxKBQueryText characters.
+func (q kbQuery) text(name string) (*string, error) {
+	v, ok, err := q.one(name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if n := utf8.RuneCountInString(v); n > maxKBQueryText {
+		return nil, kura.Invalid(name, "%s has %d characters, at most %d allowed", name, n, maxKBQueryText)
+	}
+	return &v, nil
+}
+
+// keys reads any_keys= or all_keys=: comma-separated when given once
+// (any_keys=a,b is "a" and "b"); when repeated, each value is one key, so
+// a key holding a comma can be asked for (any_keys=a,b&any_keys=c is "a,b"
+// and "c"). Empty keys are refused: no entry has one.
+func (q kbQuery) keys(name string) ([]string, error) {
+	vs, ok := q.v[name]
+	if !ok {
+		return nil, nil
+	}
+	if len(vs) == 1 {
+		vs = strings.Split(vs[0], ",")
+	}
+	if len(vs) > maxKBQueryKeys {
+		return nil, kura.Invalid(name, "%s names %d keys, at most %d allowed", name, len(vs), maxKBQueryKeys)
+	}
+	for i, k := range vs {
+		if k == "" {
+			return nil, kura.Invalid(name, "%s holds an empty key (key %d); keys are never empty", name, i+1)
+		}
+		if !utf8.ValidString(k) {
+			return nil, kura.Invalid(name, "%s is not valid UTF-8", name)
+		}
+	}
+	return vs, nil
+}
+
+// page reads limit and cursor; kind keeps one listing's cursor out of
+// another.
+func (q kbQuery) page(kind string) (limit int, after int64, err error) {
+	if limit, err = parseLimit(q.v.Get("limit")); err != nil {
+		return 0, 0, err
+	}
+	if c := q.v.Get("cursor"); c != "" {
+		v, err := decodeCursor(c, kind)
+		if after, _ = strconv.ParseInt(v, 10, 64); err != nil || after <= 0 {
+			return 0, 0, kura.Invalid("cursor", "cursor is not one this server handed out")
+		}
+	}
+	return limit, after, nil
+}
+
+func (s *Server) handleKBQuery(w http.ResponseWriter, r *http.Request) {
+	q := kbQuery{r.URL.Query()}
+	var f kura.KBQuery
+	var err error
+	fail := func(e error) bool {
+		if e != nil {
+			s.writeError(w, r, e)
+			return true
+		}
+		return false
+	}
+	if f.Scope, err = q.scope(); fail(err) {
+		return
+	}
+	if f.Identifier, err = q.text("identifier"); fail(err) {
+		return
+	}
+	if v, ok, err := q.one("exact_identifier"); fail(err) {
+		return
+	} else if ok {
+		f.ExactIdentifier = &v
+	}
+	if v, ok, err := q.one("key"); fail(err) {
+		return
+	} else if ok {
+		if v == "" {
+			fail(kura.Invalid("key", "key is empty; keys are never empty"))
+			return
+		}
+		f.Key = &v
+	}
+	if f.AnyKeys, err = q.keys("any_keys"); fail(err) {
+		return
+	}
+	if f.AllKeys, err = q.keys("all_keys"); fail(err) {
+		return
+	}
+	if f.Limit, f.After, err = q.page("k"); fail(err) {
+		return
+	}
+	page, err := s.store.QueryKB(r.Context(), chi.URLParam(r, "kb"), f)
+	if fail(err) {
+		return
+	}
+	if page.NextCursor != "" {
+		page.NextCursor = encodeCursor("k", page.NextCursor)
+	}
+	s.writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) handleKBDelete(w http.ResponseWriter, r *http.Request) {
+	q := kbQuery{r.URL.Query()}
+	scope, err := q.scope()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	all, _, err := q.one("all")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if all != "" && all != "true" && all != "false" {
+		s.writeError(w, r, kura.Invalid("all", "all must be true or false"))
+		return
+	}
+	identifier, named, err := q.one("identifier")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	name := chi.URLParam(r, "kb")
+	var n int
+	switch {
+	case all == "true" && named:
+		err = kura.Invalid("all", "all=true clears the whole scope; it does not go with identifier")
+	case all == "true":
+		n, err = s.store.ClearKB(r.Context(), name, scope)
+	case !named:
+		err = kura.Invalid("identifier", "identifier is required (or all=true to clear the scope)")
+	default:
+		n, err = s.store.DeleteKBEntry(r.Context(), name, scope, identifier)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, http.StatusOK, kura.KBDeleted{Deleted: n})
+}
+
+func (s *Server) handleKBStats(w http.ResponseWriter, r *http.Request) {
+	q := kbQuery{r.URL.Query()}
+	scope, err := q.scope()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, after, err := q.page("i")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st, err := s.store.KBStats(r.Context(), chi.URLParam(r, "kb"), scope, after, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if st.NextCursor != "" {
+		st.NextCursor = encodeCursor("i", st.NextCursor)
+	}
+	s.writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) handleKBHistory(w http.ResponseWriter, r *http.Request) {
+	q := kbQuery{r.URL.Query()}
+	scope, err := q.scope()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	identifier, _, err := q.one("identifier")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, after, err := q.page("h")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h, err := s.store.KBHistory(r.Context(), chi.URLParam(r, "kb"), scope, identifier, int(after), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if h.NextCursor != "" {
+		h.NextCursor = encodeCursor("h", h.NextCursor)
+	}
+	s.writeJSON(w, http.StatusOK, h)
+}
+
+// handleKBLookup is the model-facing read: plain text a tool bridge hands
+// a model as it is (see kb.FormatLookup), never JSON. Errors keep the
+// JSON error body, so a bridge can tell a refusal from an answer.
+func (s *Server) handleKBLookup(w http.ResponseWriter, r *http.Request) {
+	q := kbQuery{r.URL.Query()}
+	scope, err := q.scope()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	text, err := q.text("q")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// An empty question is a bridge's bug, not a request for everything.
+	if text == nil || strings.TrimSpace(*text) == "" {
+		s.writeError(w, r, kura.Invalid("q", "q (the question) is required"))
+		return
+	}
+	limit, err := parseLimit(q.v.Get("limit"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := s.store.LookupKB(r.Context(), chi.URLParam(r, "kb"), scope, *text, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := kb.FormatLookup(*text, page.Entries, page.Count-len(page.Entries))
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	h.Set("X-Kura-Matches", strconv.Itoa(page.Count))
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, out)
+}

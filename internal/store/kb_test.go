@@ -1,0 +1,634 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kura-memory/kura/internal/kb"
+	"github.com/kura-memory/kura/internal/kb/kbtest"
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/store"
+)
+
+func mustKB(tb testing.TB, db *store.DB, name string, in kura.KBEntryInput) *kura.KBEntry {
+	tb.Helper()
+	e, _, err := db.PutKBEntry(context.Background(), name, &in)
+	if err != nil {
+		tb.Fatalf("put %q: %v", in.Identifier, err)
+	}
+	return e
+}
+
+// queryAll follows every page of q and returns the entries and the count
+// the first page reported.
+func queryAll(tb testing.TB, db *store.DB, name string, q kura.KBQuery) ([]kura.KBEntry, int) {
+	tb.Helper()
+	var all []kura.KBEntry
+	count := -1
+	for range 10_000 {
+		p, err := db.QueryKB(context.Background(), name, q)
+		if err != nil {
+			tb.Fatalf("query %+v: %v", q, err)
+		}
+		if count < 0 {
+			count = p.Count
+		} else if p.Count != count {
+			tb.Fatalf("query %+v: count changed between pages: %d then %d", q, count, p.Count)
+		}
+		all = append(all, p.Entries...)
+		if p.NextCursor == "" {
+			return all, count
+		}
+		if q.After, err = strconv.ParseInt(p.NextCursor, 10, 64); err != nil {
+			tb.Fatalf("cursor %q: %v", p.NextCursor, err)
+		}
+	}
+	tb.Fatal("paging did not end")
+	return nil, 0
+}
+
+func idents(es []kura.KBEntry) []string {
+	out := []string{}
+	for _, e := range es {
+		out = append(out, e.Identifier)
+	}
+	return out
+}
+
+func specIdents(idx []int) []string {
+	out := []string{}
+	for _, i := range idx {
+		out = append(out, kbtest.Entries[i].Identifier)
+	}
+	return out
+}
+
+func TestKB_SpecExamples(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	for _, in := range kbtest.Entries {
+		e, created, err := db.PutKBEntry(ctx, "knowledge", &in)
+		if err != nil || !created || e.Version != 1 || !kura.ValidID(e.ID) || e.Scope != "" || !slices.Equal(e.Keys, in.Keys) || e.Value != in.Value {
+			t.Fatalf("insert %q: got %+v, created %v, %v", in.Identifier, e, created, err)
+		}
+	}
+	for _, ex := range kbtest.Examples {
+		t.Run(ex.Name, func(t *testing.T) {
+			got, n := queryAll(t, db, "knowledge", ex.Query)
+			if !slices.Equal(idents(got), specIdents(ex.Want)) || n != len(ex.Want) {
+				t.Errorf("got %q (count %d), want %q", idents(got), n, specIdents(ex.Want))
+			}
+			for i, e := range got {
+				w := kbtest.Entries[ex.Want[i]]
+				if e.Value != w.Value || !slices.Equal(e.Keys, w.Keys) {
+					t.Errorf("entry %q: got keys %q value %q, want them as inserted", e.Identifier, e.Keys, e.Value)
+				}
+			}
+		})
+	}
+
+	uni := kbtest.Uniswap.Identifier
+	t.Run("update", func(t *testing.T) {
+		v := kbtest.UpdatedValue
+		e, err := db.UpdateKBEntry(ctx, "knowledge", &kura.KBPatch{Identifier: uni, Value: &v})
+		if err != nil || e.Value != v || e.Version != 2 || !slices.Equal(e.Keys, kbtest.Uniswap.Keys) {
+			t.Fatalf("got %+v, %v", e, err)
+		}
+		// Exact, case-sensitive identifier: another case is not found.
+		_, err = db.UpdateKBEntry(ctx, "knowledge", &kura.KBPatch{Identifier: strings.ToLower(uni), Value: &v})
+		wantCode(t, err, kura.ENotFound)
+		got, _ := queryAll(t, db, "knowledge", kura.KBQuery{Key: ptr("Uniswap")})
+		if len(got) != 1 || got[0].Value != v {
+			t.Errorf("read back: %+v", got)
+		}
+	})
+	t.Run("update_keys", func(t *testing.T) {
+		e, err := db.UpdateKBEntry(ctx, "knowledge", &kura.KBPatch{Identifier: uni, Keys: kbtest.UpdatedKeys})
+		if err != nil || !slices.Equal(e.Keys, kbtest.UpdatedKeys) || e.Value != kbtest.UpdatedValue || e.Version != 3 {
+			t.Fatalf("got %+v, %v", e, err)
+		}
+		for _, tc := range []struct {
+			key  string
+			want []int
+		}{{"AMM", []int{0}}, {"amm", []int{0}}, {"Dex contracts", nil}, {"Dex", []int{0}}, {"Lending", []int{1}}} {
+			if got, _ := queryAll(t, db, "knowledge", kura.KBQuery{Key: &tc.key}); !slices.Equal(idents(got), specIdents(tc.want)) {
+				t.Errorf("from_key(%q): got %q", tc.key, idents(got))
+			}
+		}
+	})
+	t.Run("len and identifiers", func(t *testing.T) {
+		st, err := db.KBStats(ctx, "knowledge", "", 0, 0)
+		if err != nil || st.Count != 2 || !slices.Equal(st.Identifiers, specIdents([]int{0, 1})) {
+			t.Fatalf("got %+v, %v", st, err)
+		}
+		all, n := queryAll(t, db, "knowledge", kura.KBQuery{})
+		if n != 2 || !slices.Equal(idents(all), specIdents([]int{0, 1})) {
+			t.Errorf("entries: got %q (%d)", idents(all), n)
+		}
+	})
+	t.Run("delete", func(t *testing.T) {
+		n, err := db.DeleteKBEntry(ctx, "knowledge", "", uni)
+		if err != nil || n != 1 {
+			t.Fatalf("got %d, %v", n, err)
+		}
+		_, err = db.DeleteKBEntry(ctx, "knowledge", "", uni)
+		wantCode(t, err, kura.ENotFound)
+		st, _ := db.KBStats(ctx, "knowledge", "", 0, 0)
+		if st.Count != 1 || !slices.Equal(st.Identifiers, specIdents([]int{1})) {
+			t.Errorf("after delete: %+v", st)
+		}
+		for _, q := range []kura.KBQuery{{Identifier: ptr("uniswap")}, {Key: ptr("AMM")}, {AnyKeys: []string{"Dex"}}} {
+			if got, n := queryAll(t, db, "knowledge", q); len(got) != 0 || n != 0 {
+				t.Errorf("%+v after delete: got %q", q, idents(got))
+			}
+		}
+	})
+	t.Run("clear", func(t *testing.T) {
+		n, err := db.ClearKB(ctx, "knowledge", "")
+		if err != nil || n != 1 {
+			t.Fatalf("got %d, %v", n, err)
+		}
+		st, _ := db.KBStats(ctx, "knowledge", "", 0, 0)
+		if st.Count != 0 || len(st.Identifiers) != 0 {
+			t.Errorf("after clear: %+v", st)
+		}
+		if n, err := db.ClearKB(ctx, "knowledge", ""); err != nil || n != 0 {
+			t.Errorf("clear again: %d, %v", n, err)
+		}
+	})
+}
+
+func TestKB_ScopesNeverLeak(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	mustKB(t, db, "shared", kura.KBEntryInput{Scope: "defi", Identifier: "Uniswap pools", Keys: []string{"Uniswap", "DEX"}, Value: "Pool: 0x123..."})
+	mustKB(t, db, "shared", kura.KBEntryInput{Scope: "nft", Identifier: "OpenSea collections", Keys: []string{"OpenSea", "NFT"}, Value: "Top collections: ..."})
+	// The same identifier in three scopes and another knowledge base: four
+	// entries.
+	for _, s := range []string{"", "defi", "nft"} {
+		mustKB(t, db, "shared", kura.KBEntryInput{Scope: s, Identifier: "common", Keys: []string{"Uniswap"}, Value: "in " + s})
+	}
+	mustKB(t, db, "other", kura.KBEntryInput{Scope: "defi", Identifier: "common", Keys: []string{"Uniswap"}, Value: "other kb"})
+
+	check := func(name, scope string, q kura.KBQuery, want ...string) {
+		t.Helper()
+		q.Scope = scope
+		got, _ := queryAll(t, db, name, q)
+		if !slices.Equal(idents(got), append([]string{}, want...)) {
+			t.Errorf("%s/%q %+v: got %q, want %q", name, scope, q, idents(got), want)
+		}
+		for _, e := range got {
+			if e.Scope != scope {
+				t.Errorf("%s/%q: entry of scope %q", name, scope, e.Scope)
+			}
+		}
+	}
+	check("shared", "defi", kura.KBQuery{Key: ptr("Uniswap")}, "Uniswap pools", "common")
+	check("shared", "nft", kura.KBQuery{Key: ptr("Uniswap")}, "common")
+	check("shared", "nft", kura.KBQuery{Identifier: ptr("uniswap")})
+	check("shared", "", kura.KBQuery{}, "common")
+	check("shared", "never", kura.KBQuery{})
+	check("other", "defi", kura.KBQuery{}, "common")
+
+	if _, err := db.DeleteKBEntry(ctx, "shared", "nft", "Uniswap pools"); !kura.IsCode(err, kura.ENotFound) {
+		t.Errorf("delete across scopes: %v", err)
+	}
+	if _, err := db.KBHistory(ctx, "shared", "nft", "Uniswap pools", 0, 0); !kura.IsCode(err, kura.ENotFound) {
+		t.Errorf("history across scopes: %v", err)
+	}
+	// Clearing one scope leaves the others, and other knowledge bases, alone.
+	if n, err := db.ClearKB(ctx, "shared", "defi"); err != nil || n != 2 {
+		t.Fatalf("clear defi: %d, %v", n, err)
+	}
+	check("shared", "defi", kura.KBQuery{})
+	check("shared", "nft", kura.KBQuery{}, "OpenSea collections", "common")
+	check("shared", "", kura.KBQuery{}, "common")
+	check("other", "defi", kura.KBQuery{Identifier: ptr("common")}, "common")
+	for _, s := range []string{"nft", ""} {
+		if st, _ := db.KBStats(ctx, "shared", s, 0, 0); st.Count != len(st.Identifiers) || st.Count == 0 {
+			t.Errorf("stats of %q after clearing defi: %+v", s, st)
+		}
+	}
+}
+
+func TestKB_LimitsAtTheirBoundaries(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	keys := func(n int, k string) []string { return slices.Repeat([]string{k}, n) }
+	cases := []struct {
+		name  string
+		in    kura.KBEntryInput
+		field string // "" when accepted
+	}{
+		{"identifier 512 ASCII", kura.KBEntryInput{Identifier: strings.Repeat("a", 512)}, ""},
+		{"identifier 513 ASCII", kura.KBEntryInput{Identifier: strings.Repeat("a", 513)}, "identifier"},
+		{"identifier 512 é (1024 bytes)", kura.KBEntryInput{Identifier: strings.Repeat("é", 512)}, ""},
+		{"identifier 513 é", kura.KBEntryInput{Identifier: strings.Repeat("é", 513)}, "identifier"},
+		{"identifier 512 東 (1536 bytes)", kura.KBEntryInput{Identifier: strings.Repeat("東", 512)}, ""},
+		{"identifier 513 東", kura.KBEntryInput{Identifier: strings.Repeat("東", 513)}, "identifier"},
+		{"identifier 512 emoji (2048 bytes)", kura.KBEntryInput{Identifier: strings.Repeat("🚀", 512)}, ""},
+		{"identifier empty", kura.KBEntryInput{Identifier: ""}, "identifier"},
+		{"identifier not UTF-8", kura.KBEntryInput{Identifier: "a\xffb"}, "identifier"},
+		{"32 keys", kura.KBEntryInput{Identifier: "k32", Keys: keys(32, "k")}, ""},
+		{"33 keys", kura.KBEntryInput{Identifier: "k33", Keys: keys(33, "k")}, "keys"},
+		{"key 128 東", kura.KBEntryInput{Identifier: "key128", Keys: []string{strings.Repeat("東", 128)}}, ""},
+		{"key 129 東", kura.KBEntryInput{Identifier: "key129", Keys: []string{strings.Repeat("東", 129)}}, "keys"},
+		{"key 128 é", kura.KBEntryInput{Identifier: "key128e", Keys: []string{"x", strings.Repeat("é", 128)}}, ""},
+		{"key 129 é", kura.KBEntryInput{Identifier: "key129e", Keys: []string{"x", strings.Repeat("é", 129)}}, "keys"},
+		{"key empty", kura.KBEntryInput{Identifier: "keyempty", Keys: []string{"a", ""}}, "keys"},
+		{"key not UTF-8", kura.KBEntryInput{Identifier: "keybad", Keys: []string{"\xc3"}}, "keys"},
+		{"no keys", kura.KBEntryInput{Identifier: "nokeys"}, ""},
+		{"value 65536 東", kura.KBEntryInput{Identifier: "v65536", Value: strings.Repeat("東", 65536)}, ""},
+		{"value 65537 東", kura.KBEntryInput{Identifier: "v65537", Value: strings.Repeat("東", 65537)}, "value"},
+		{"value 65536 ASCII", kura.KBEntryInput{Identifier: "v65536a", Value: strings.Repeat("v", 65536)}, ""},
+		{"value 65537 ASCII", kura.KBEntryInput{Identifier: "v65537a", Value: strings.Repeat("v", 65537)}, "value"},
+		{"value empty", kura.KBEntryInput{Identifier: "vempty"}, ""},
+		{"value not UTF-8", kura.KBEntryInput{Identifier: "vbad", Value: "\xe6\x9d"}, "value"},
+		{"value with NUL", kura.KBEntryInput{Identifier: "nul\x00inside", Keys: []string{"a\x00b"}, Value: "x\x00y"}, ""},
+		{"scope not a slug", kura.KBEntryInput{Scope: "Defi", Identifier: "s"}, "scope"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := db.LastEventSeq()
+			e, _, err := db.PutKBEntry(ctx, "limits", &tc.in)
+			if tc.field != "" {
+				var ke *kura.Error
+				if !errors.As(err, &ke) || ke.Code != kura.EInvalid || ke.Details["field"] != tc.field {
+					t.Fatalf("got %v, want invalid_argument on %s", err, tc.field)
+				}
+				if db.LastEventSeq() != before {
+					t.Error("a refused entry appended an event")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			// Stored and read back exactly, multi-byte and NUL included.
+			got, _ := queryAll(t, db, "limits", kura.KBQuery{ExactIdentifier: &tc.in.Identifier})
+			if len(got) != 1 || got[0].Identifier != tc.in.Identifier || got[0].Value != tc.in.Value || !slices.Equal(got[0].Keys, e.Keys) ||
+				len(got[0].Keys) != len(tc.in.Keys) {
+				t.Errorf("read back differs from what was written")
+			}
+		})
+	}
+	// The same limits hold for a patch.
+	long := strings.Repeat("東", 65537)
+	_, err := db.UpdateKBEntry(ctx, "limits", &kura.KBPatch{Identifier: "vempty", Value: &long})
+	wantCode(t, err, kura.EInvalid)
+	_, err = db.UpdateKBEntry(ctx, "limits", &kura.KBPatch{Identifier: "vempty", Keys: keys(33, "k")})
+	wantCode(t, err, kura.EInvalid)
+	_, err = db.UpdateKBEntry(ctx, "limits", &kura.KBPatch{Identifier: "vempty"})
+	wantCode(t, err, kura.EInvalid)
+	_, _, err = db.PutKBEntry(ctx, "Not-A-Slug", &kura.KBEntryInput{Identifier: "x"})
+	wantCode(t, err, kura.EInvalid)
+	// A batch is all or nothing: one bad entry and none is written.
+	before := db.LastEventSeq()
+	_, err = db.PutKBEntries(ctx, "limits", []kura.KBEntryInput{{Identifier: "ok1"}, {Identifier: strings.Repeat("é", 513)}})
+	var ke *kura.Error
+	if !errors.As(err, &ke) || ke.Details["field"] != "entries[1].identifier" || db.LastEventSeq() != before {
+		t.Errorf("bad batch: %v", err)
+	}
+	if _, err := db.PutKBEntries(ctx, "limits", make([]kura.KBEntryInput, kura.MaxKBBatch+1)); !kura.IsCode(err, kura.EInvalid) {
+		t.Errorf("oversized batch: %v", err)
+	}
+}
+
+func TestKB_HistoryVersionsAndEvents(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	start := db.LastEventSeq()
+	a := mustKB(t, db, "h", kura.KBEntryInput{Scope: "s", Identifier: "Alpha", Keys: []string{"k1"}, Value: "v1"})
+	b := mustKB(t, db, "h", kura.KBEntryInput{Scope: "s", Identifier: "Beta", Value: "b"})
+	a2 := mustKB(t, db, "h", kura.KBEntryInput{Scope: "s", Identifier: "Alpha", Keys: []string{"k2"}, Value: "v2"})
+	if a2.ID != a.ID || a2.Version != 2 || a2.CreatedAt != a.CreatedAt {
+		t.Fatalf("replace: got %+v, want the same id and created_at, version 2", a2)
+	}
+	// A replace keeps its position: Alpha is still first.
+	if st, _ := db.KBStats(ctx, "h", "s", 0, 0); !slices.Equal(st.Identifiers, []string{"Alpha", "Beta"}) {
+		t.Errorf("order after replace: %q", st.Identifiers)
+	}
+	v3 := "v3"
+	db.UpdateKBEntry(ctx, "h", &kura.KBPatch{Scope: "s", Identifier: "Alpha", Value: &v3})
+	db.UpdateKBEntry(ctx, "h", &kura.KBPatch{Scope: "s", Identifier: "Alpha", Keys: []string{}})
+	db.DeleteKBEntry(ctx, "h", "s", "Alpha")
+	a3 := mustKB(t, db, "h", kura.KBEntryInput{Scope: "s", Identifier: "Alpha", Value: "again"})
+	if a3.ID == a.ID || a3.Version != 6 {
+		t.Fatalf("re-insert: got %+v, want a new id and version 6 (versions count on across a delete)", a3)
+	}
+	if st, _ := db.KBStats(ctx, "h", "s", 0, 0); !slices.Equal(st.Identifiers, []string{"Beta", "Alpha"}) {
+		t.Errorf("order after re-insert: %q, want the re-inserted entry last", st.Identifiers)
+	}
+	db.ClearKB(ctx, "h", "s")
+
+	h, err := db.KBHistory(ctx, "h", "s", "Alpha", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		v          int
+		op, id     string
+		keys       string
+		value      string
+		tombstoned bool
+	}
+	var got []row
+	for _, v := range h.Versions {
+		r := row{v: v.Version, op: v.Op, id: v.ID, keys: strings.Join(v.Keys, ","), tombstoned: v.Keys == nil && v.Value == nil}
+		if v.Value != nil {
+			r.value = *v.Value
+		}
+		if v.At == "" {
+			t.Errorf("version %d without a time", v.Version)
+		}
+		got = append(got, r)
+	}
+	want := []row{
+		{1, "put", a.ID, "k1", "v1", false},
+		{2, "put", a.ID, "k2", "v2", false},
+		{3, "update", a.ID, "k2", "v3", false},
+		{4, "update_keys", a.ID, "", "v3", false},
+		{5, "delete", a.ID, "", "", true},
+		{6, "put", a3.ID, "", "again", false},
+		{7, "clear", a3.ID, "", "", true},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("history:\n got %v\nwant %v", got, want)
+	}
+	// Pages of history.
+	p1, _ := db.KBHistory(ctx, "h", "s", "Alpha", 0, 3)
+	p2, _ := db.KBHistory(ctx, "h", "s", "Alpha", 3, 3)
+	p3, _ := db.KBHistory(ctx, "h", "s", "Alpha", 6, 3)
+	if len(p1.Versions) != 3 || p1.NextCursor != "3" || len(p2.Versions) != 3 || p2.NextCursor != "6" || len(p3.Versions) != 1 || p3.NextCursor != "" {
+		t.Errorf("history pages: %+v / %+v / %+v", p1, p2, p3)
+	}
+	for _, tc := range []struct{ scope, ident string }{{"s", "alpha"}, {"", "Alpha"}, {"t", "Alpha"}} {
+		if _, err := db.KBHistory(ctx, "h", tc.scope, tc.ident, 0, 0); !kura.IsCode(err, kura.ENotFound) {
+			t.Errorf("history of %q in %q: %v, want not_found", tc.ident, tc.scope, err)
+		}
+	}
+
+	// One kb.changed event per entry changed: 2 puts, 1 replace, 2
+	// patches, 1 delete, 1 re-insert, and the clear removed Beta and Alpha.
+	page, err := db.ListEvents(ctx, kura.EventFilter{After: start, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range page.Events {
+		if e.Type != "kb.changed" || e.Project != "default" || e.Refs["kb"] != "h" || e.Subject != "oclaw.v1.default.evt.kb.changed" {
+			t.Errorf("event %+v", e)
+		}
+		ids = append(ids, e.Refs["entry_id"])
+	}
+	wantIDs := []string{a.ID, b.ID, a.ID, a.ID, a.ID, a.ID, a3.ID, b.ID, a3.ID}
+	if !slices.Equal(ids, wantIDs) {
+		t.Errorf("event entry ids:\n got %v\nwant %v", ids, wantIDs)
+	}
+	// Reads and refused writes append nothing.
+	before := db.LastEventSeq()
+	db.QueryKB(ctx, "h", kura.KBQuery{Scope: "s"})
+	db.KBStats(ctx, "h", "s", 0, 0)
+	db.DeleteKBEntry(ctx, "h", "s", "ghost")
+	db.UpdateKBEntry(ctx, "h", &kura.KBPatch{Scope: "s", Identifier: "ghost", Value: &v3})
+	if db.LastEventSeq() != before {
+		t.Error("reads or refused writes appended events")
+	}
+}
+
+func TestKB_BatchUpsert(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	mustKB(t, db, "b", kura.KBEntryInput{Identifier: "one", Value: "old"})
+	res, err := db.PutKBEntries(ctx, "b", []kura.KBEntryInput{
+		{Identifier: "one", Value: "new"}, {Identifier: "two", Keys: []string{"K"}}, {Scope: "x", Identifier: "one"}, {Identifier: "two", Value: "twice"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Created != 2 || res.Replaced != 2 || len(res.Entries) != 4 || res.Entries[3].Version != 2 || res.Entries[3].ID != res.Entries[1].ID ||
+		res.Entries[2].Scope != "x" || res.Entries[0].Version != 2 {
+		t.Errorf("batch: %+v", res)
+	}
+	got, _ := queryAll(t, db, "b", kura.KBQuery{})
+	if !slices.Equal(idents(got), []string{"one", "two"}) || got[1].Value != "twice" || len(got[1].Keys) != 0 {
+		t.Errorf("after batch: %+v", got)
+	}
+}
+
+// The indexed answers equal a brute-force scan of the same content (the
+// reference kb.Base), for random upserts, patches, deletes and clears in
+// two scopes and random queries of every form and combination, paged.
+func TestKB_MatchesBruteForce(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 5))
+	w := kbtest.Workload{R: rng}
+	var ref kb.Base
+	scopes := []string{"", "alt"}
+	idents := map[string][]string{} // identifiers ever used, per scope
+	pick := func(scope string) string {
+		if l := idents[scope]; len(l) > 0 && rng.IntN(3) > 0 {
+			return l[rng.IntN(len(l))]
+		}
+		id := w.Identifier()
+		idents[scope] = append(idents[scope], id)
+		return id
+	}
+	check := func(round int) {
+		t.Helper()
+		for range 30 {
+			q := w.Query()
+			q.Scope = scopes[rng.IntN(2)]
+			q.Limit = 1 + rng.IntN(7)
+			want := ref.Scope(q.Scope).Query(&q)
+			got, n := queryAll(t, db, "p", q)
+			if n != len(want) || len(got) != len(want) {
+				t.Fatalf("round %d, query %s: got %d entries (count %d), want %d\n got %q\nwant %q", round, describe(q), len(got), n, len(want), idents2(got), idents2(want))
+			}
+			for i := range want {
+				if got[i].Identifier != want[i].Identifier || got[i].Value != want[i].Value || !slices.Equal(got[i].Keys, want[i].Keys) {
+					t.Fatalf("round %d, query %s: entry %d is %+v, want %+v", round, describe(q), i, got[i], want[i])
+				}
+			}
+		}
+		for _, s := range scopes {
+			st, err := db.KBStats(ctx, "p", s, 0, 1000)
+			if err != nil || st.Count != ref.Scope(s).Len() || !slices.Equal(st.Identifiers, ref.Scope(s).Identifiers()) {
+				t.Fatalf("round %d, stats of %q: got %d %q, want %d %q", round, s, st.Count, st.Identifiers, ref.Scope(s).Len(), ref.Scope(s).Identifiers())
+			}
+		}
+	}
+	for round := range 12 {
+		var batch []kura.KBEntryInput
+		for range 20 + rng.IntN(30) {
+			in := kura.KBEntryInput{Scope: scopes[rng.IntN(2)], Keys: w.Keys(4), Value: w.Value()}
+			in.Identifier = pick(in.Scope)
+			batch = append(batch, in)
+		}
+		if _, err := db.PutKBEntries(ctx, "p", batch); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range batch {
+			ref.Scope(in.Scope).Insert(in.Identifier, in.Keys, in.Value)
+		}
+		for range 25 {
+			s := scopes[rng.IntN(2)]
+			id := pick(s)
+			l := ref.Scope(s)
+			switch rng.IntN(5) {
+			case 0:
+				in := kura.KBEntryInput{Scope: s, Identifier: id, Keys: w.Keys(4), Value: w.Value()}
+				if _, created, err := db.PutKBEntry(ctx, "p", &in); err != nil || created != l.Insert(id, in.Keys, in.Value) {
+					t.Fatalf("put %q: created %v, %v", id, created, err)
+				}
+			case 1:
+				v := w.Value()
+				_, err := db.UpdateKBEntry(ctx, "p", &kura.KBPatch{Scope: s, Identifier: id, Value: &v})
+				if found := l.Update(id, v); found != (err == nil) {
+					t.Fatalf("update %q: %v, reference found %v", id, err, found)
+				}
+			case 2:
+				k := w.Keys(4)
+				_, err := db.UpdateKBEntry(ctx, "p", &kura.KBPatch{Scope: s, Identifier: id, Keys: nonNil(k)})
+				if found := l.UpdateKeys(id, k); found != (err == nil) {
+					t.Fatalf("update_keys %q: %v, reference found %v", id, err, found)
+				}
+			case 3:
+				_, err := db.DeleteKBEntry(ctx, "p", s, id)
+				if found := l.Delete(id); found != (err == nil) {
+					t.Fatalf("delete %q: %v, reference found %v", id, err, found)
+				}
+			case 4:
+				if rng.IntN(6) == 0 {
+					n, err := db.ClearKB(ctx, "p", s)
+					if want := l.Clear(); err != nil || n != want {
+						t.Fatalf("clear %q: %d, %v, want %d", s, n, err, want)
+					}
+				}
+			}
+		}
+		check(round)
+		if drift, err := db.KBIndexDrift(); err != nil || len(drift) > 0 {
+			t.Fatalf("round %d: the indexes are not what the entries imply (%v):\n%s", round, err, strings.Join(drift, "\n"))
+		}
+	}
+	// The spec's examples hold in a base that also holds random entries
+	// around them.
+	for _, in := range kbtest.Entries {
+		in.Scope = "alt"
+		mustKB(t, db, "p", in)
+		ref.Scope("alt").Insert(in.Identifier, in.Keys, in.Value)
+	}
+	for _, ex := range kbtest.Examples {
+		q := ex.Query
+		q.Scope = "alt"
+		got, _ := queryAll(t, db, "p", q)
+		if want := ref.Scope("alt").Query(&q); !slices.Equal(idents2(got), idents2(want)) {
+			t.Errorf("%s among random entries: got %q, want %q", ex.Name, idents2(got), idents2(want))
+		}
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func idents2(es []kura.KBEntry) []string { return idents(es) }
+
+func describe(q kura.KBQuery) string {
+	var parts []string
+	if q.Identifier != nil {
+		parts = append(parts, fmt.Sprintf("identifier=%q", *q.Identifier))
+	}
+	if q.Key != nil {
+		parts = append(parts, fmt.Sprintf("key=%q", *q.Key))
+	}
+	if q.AnyKeys != nil {
+		parts = append(parts, fmt.Sprintf("any=%q", q.AnyKeys))
+	}
+	if q.AllKeys != nil {
+		parts = append(parts, fmt.Sprintf("all=%q", q.AllKeys))
+	}
+	return fmt.Sprintf("scope=%q %s limit=%d", q.Scope, strings.Join(parts, " "), q.Limit)
+}
+
+func TestKB_Lookup(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	for _, in := range kbtest.Entries {
+		mustKB(t, db, "knowledge", in)
+	}
+	var ref kb.Ledger
+	for _, in := range kbtest.Entries {
+		ref.Insert(in.Identifier, in.Keys, in.Value)
+	}
+	for _, q := range []string{"Uniswap", "contract addresses", "AAVE Ethereum", "Solana", "Dex contracts", "money market contracts", "?!", "lending"} {
+		p, err := db.LookupKB(ctx, "knowledge", "", q, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ref.Lookup(q)
+		if !slices.Equal(idents(p.Entries), idents(want)) || p.Count != len(want) {
+			t.Errorf("lookup %q: got %q (%d), want %q", q, idents(p.Entries), p.Count, idents(want))
+		}
+	}
+	p, _ := db.LookupKB(ctx, "knowledge", "", "ethereum", 1)
+	if len(p.Entries) != 1 || p.Count != 2 {
+		t.Errorf("limited lookup: %d entries, count %d", len(p.Entries), p.Count)
+	}
+	if p, err := db.LookupKB(ctx, "nothing", "", "x", 10); err != nil || p.Count != 0 {
+		t.Errorf("unknown kb: %+v %v", p, err)
+	}
+}
+
+// A query searches the postings of its conditions, never every entry:
+// SQLite's plan for each query form holds no full scan of a table.
+func TestKB_QueriesUseTheIndexes(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	var batch []kura.KBEntryInput
+	for i := range 300 {
+		batch = append(batch, kura.KBEntryInput{Identifier: fmt.Sprintf("common words shared entry %d", i), Keys: []string{"Common", fmt.Sprintf("k%d", i)}})
+	}
+	batch = append(batch, kura.KBEntryInput{Identifier: "common words shared rare", Keys: []string{"Common", "Rare"}})
+	if _, err := db.PutKBEntries(ctx, "big", batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q     kura.KBQuery
+		count int
+	}{
+		{kura.KBQuery{Identifier: ptr("shared Rare common words")}, 1},
+		{kura.KBQuery{Identifier: ptr("common"), Key: ptr("rare")}, 1},
+		{kura.KBQuery{AllKeys: []string{"common", "RARE"}}, 1},
+		{kura.KBQuery{AnyKeys: []string{"rare", "k17"}, Identifier: ptr("entry")}, 1},
+		{kura.KBQuery{AnyKeys: []string{"rare", "k17"}}, 2},
+		{kura.KBQuery{ExactIdentifier: ptr("common words shared rare"), Key: ptr("common")}, 1},
+		{kura.KBQuery{Key: ptr("common"), After: 100}, 301},
+		{kura.KBQuery{After: 100}, 301},
+	} {
+		page, err := db.QueryKB(ctx, "big", tc.q)
+		if err != nil || page.Count != tc.count {
+			t.Fatalf("%s: got %+v, %v, want count %d", describe(tc.q), page, err, tc.count)
+		}
+		plans, err := db.KBQueryPlans("big", tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range plans {
+			if strings.HasPrefix(p, "SCAN ") && !strings.HasPrefix(p, "SCAN d") {
+				t.Errorf("%s: plan scans a table: %q", describe(tc.q), plans)
+			}
+		}
+	}
+}
