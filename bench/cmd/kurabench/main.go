@@ -25,6 +25,7 @@
 //	context_10k, context_100k      POST .../context/preview and /compile on 10,000 and 100,000 nodes
 //	kb_upsert                      PUT /v1/kb/{kb}/entries/batch, 1,000 entries a request (a tenth replacing)
 //	kb_query                       identifier, key and lookup queries on a 100,000-entry knowledge base
+//	resources                      binary size, start-to-ready, idle RSS and RSS under batch_1000's load (resources.go)
 //
 // Every kurad phase starts its own kurad on a fresh data directory, so no
 // phase measures a database grown by an earlier one. The memory and context
@@ -208,6 +209,7 @@ var phases = []phase{
 	}},
 	{"kb_upsert", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.kbUpsertPhase(ctx) }},
 	{"kb_query", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.kbQueryPhase(ctx) }},
+	{"resources", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.resourcesPhase(ctx) }},
 }
 
 func main() {

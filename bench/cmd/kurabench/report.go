@@ -55,6 +55,9 @@ type PhaseResult struct {
 	// Ops holds, for phases timing several request kinds (turns), each
 	// kind's median over runs of the run's p50/p99.
 	Ops map[string]OpLatency `json:"ops,omitempty"`
+
+	// Resources holds the resources phase's figures (resources.go).
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // Run is one timed run of a phase.
@@ -194,6 +197,7 @@ func judge(b *bench) {
 	judgeOutbox(b)
 	judgeMemory(b)
 	judgeKB(b)
+	judgeResources(b)
 	for _, r := range b.results {
 		if len(r.Targets) == 0 {
 			continue
@@ -273,6 +277,7 @@ func printTable(w io.Writer, rep *Report) {
 	printDoorbell(w, rep)
 	printMemory(w, rep)
 	printKB(w, rep)
+	printResources(w, rep)
 
 	for _, r := range rep.Phases {
 		if r.Error != "" || len(r.Notes) > 0 {
