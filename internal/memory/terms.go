@@ -6,7 +6,6 @@ package memory
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,20 +140,6 @@ func Score(terms map[string]int, query []string) (int, []Reason) {
 		}
 	}
 	return score, reasons
-}
-
-// WeightSQL is the SQL expression scoring one index row from its fields
-// column: the same weights Score uses, so the order the index produces is
-// the order Score explains.
-func WeightSQL(col string) string {
-	var b strings.Builder
-	for i, f := range Fields {
-		if i > 0 {
-			b.WriteString(" + ")
-		}
-		fmt.Fprintf(&b, "((%s & %d) != 0) * %d", col, f.Bit, f.Weight)
-	}
-	return b.String()
 }
 
 // ScoreNode is Score(Terms(n), query) without building n's word map: it

@@ -76,7 +76,8 @@ type Graph struct {
 // walk with a visited set, so a cyclic graph, which writes never create but
 // a damaged table could hold, still terminates.
 func (g *Graph) Depths(limit int) map[int64]int {
-	d := map[int64]int{g.Root: 0}
+	d := make(map[int64]int, len(g.Next)+1) // about one entry per vertex
+	d[g.Root] = 0
 	level := []int64{g.Root}
 	for step := 1; len(level) > 0 && (limit < 0 || step <= limit); step++ {
 		var next []int64
@@ -174,33 +175,43 @@ func (b *builder) sorted(ns []int64) []int64 {
 
 // compareVertex orders by creation, then kind, then id. Comparing the
 // parts rather than Ref() keeps string building out of a sort's inner loop
-// (derived lists run to tens of thousands), and strings.Compare reads each
-// pair once where cmp.Compare may read it twice.
+// (derived lists run to tens of thousands), strings.Compare reads each pair
+// once where cmp.Compare may read it twice, and each part is compared only
+// when the ones before it tie (cmp.Or would compare all three every time).
 func compareVertex(a, b *Vertex) int {
-	return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.Kind, b.Kind), strings.Compare(a.ID, b.ID))
+	if c := strings.Compare(a.CreatedAt, b.CreatedAt); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// reachedVertex is a vertex of a closure and its shortest distance from the
+// root.
+type reachedVertex struct {
+	v *Vertex
+	d int
 }
 
 // reached returns the vertices of g other than the root, with details, by
 // shortest distance, then creation, kind and id.
-func reached(g *Graph, vs map[int64]*Vertex) ([]int64, map[int64]int) {
+func reached(g *Graph, vs map[int64]*Vertex) []reachedVertex {
 	depths := g.Depths(-1)
-	type entry struct {
-		k int64
-		d int
-		v *Vertex
-	}
-	es := make([]entry, 0, len(depths))
+	out := make([]reachedVertex, 0, len(depths))
 	for k, d := range depths {
 		if v := vs[k]; k != g.Root && v != nil {
-			es = append(es, entry{k, d, v})
+			out = append(out, reachedVertex{v, d})
 		}
 	}
-	slices.SortFunc(es, func(x, y entry) int { return cmp.Or(cmp.Compare(x.d, y.d), compareVertex(x.v, y.v)) })
-	out := make([]int64, len(es))
-	for i, e := range es {
-		out[i] = e.k
-	}
-	return out, depths
+	slices.SortFunc(out, func(x, y reachedVertex) int {
+		if x.d != y.d {
+			return cmp.Compare(x.d, y.d)
+		}
+		return compareVertex(x.v, y.v)
+	})
+	return out
 }
 
 // Evidence lists what supports the root: the episodes, notes and records in
@@ -214,9 +225,8 @@ func reached(g *Graph, vs map[int64]*Vertex) ([]int64, map[int64]int) {
 func Evidence(ref string, g *Graph, vs map[int64]*Vertex) *kura.Evidence {
 	e := &kura.Evidence{Ref: ref, Evidence: kura.EvidenceSet{
 		Episodes: []kura.EvidenceNode{}, Notes: []kura.EvidenceNode{}, RawEntries: []kura.RawEntry{}}}
-	order, depths := reached(g, vs)
-	for _, k := range order {
-		v, d := vs[k], depths[k]
+	for _, r := range reached(g, vs) {
+		v, d := r.v, r.d
 		switch v.Kind {
 		case "record":
 			e.Evidence.RawEntries = append(e.Evidence.RawEntries, rawEntry(v, d))
@@ -244,10 +254,9 @@ func RawSources(ref string, g *Graph, vs map[int64]*Vertex) *kura.RawSources {
 	if v := vs[g.Root]; v != nil && v.IsRecord() {
 		out.RawSources = append(out.RawSources, rawEntry(v, 0))
 	}
-	order, depths := reached(g, vs)
-	for _, k := range order {
-		if vs[k].IsRecord() {
-			out.RawSources = append(out.RawSources, rawEntry(vs[k], depths[k]))
+	for _, r := range reached(g, vs) {
+		if r.v.IsRecord() {
+			out.RawSources = append(out.RawSources, rawEntry(r.v, r.d))
 		}
 	}
 	out.Count = len(out.RawSources)
@@ -258,12 +267,11 @@ func RawSources(ref string, g *Graph, vs map[int64]*Vertex) *kura.RawSources {
 // forward), complete, by shortest distance, then creation (then kind and
 // id, so ties always come out in the same order).
 func Derived(ref string, g *Graph, vs map[int64]*Vertex) *kura.Derived {
-	order, depths := reached(g, vs)
-	out := &kura.Derived{Ref: ref, Derived: make([]kura.Lineage, 0, len(order))}
-	for _, k := range order {
-		it := vs[k].Item()
-		it.Depth = depths[k]
-		out.Derived = append(out.Derived, it)
+	order := reached(g, vs)
+	out := &kura.Derived{Ref: ref, Derived: make([]kura.Lineage, len(order))}
+	for i, r := range order {
+		out.Derived[i] = r.v.Item()
+		out.Derived[i].Depth = r.d
 	}
 	out.Count = len(out.Derived)
 	return out

@@ -210,7 +210,7 @@ func TestMemory_SearchScoresAndExplains(t *testing.T) {
 	}
 	// f1: summary 3 + target file 5; b1: title 8; f2: metadata 1.
 	if want := []string{"belief:b1=8", "fact:f1=8", "fact:f2=1"}; !slices.Equal(got, want) {
-		t.Fatalf("order %v, want %v (ties by ref)", got, want)
+		t.Fatalf("order %v, want %v (ties by creation)", got, want)
 	}
 	if r := res[1].Reasons; len(r) != 2 || r[0].Code != "target_file_match" || r[1].Code != "summary_match" {
 		t.Errorf("reasons of f1: %+v", r)
@@ -240,6 +240,39 @@ func TestMemory_SearchScoresAndExplains(t *testing.T) {
 	db.SearchNodes(ctx, "s", kura.SearchQuery{Q: "retry", Limit: 10})
 	if db.LastEventSeq() != before {
 		t.Error("search wrote an event")
+	}
+}
+
+// Equal scores come out oldest first, whatever the refs: the ranking never
+// reads a candidate's node row, so it breaks ties by creation (nid), and a
+// cut at the limit keeps the oldest.
+func TestMemory_SearchTiesByCreation(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	for _, ref := range []string{"fact:zz", "belief:mm", "fact:aa", "belief:bb"} {
+		kind, id, _ := strings.Cut(ref, ":")
+		mustNode(t, db, "s", kura.NodeInput{Kind: kind, ID: id, Title: ptr("same words"), Summary: ptr("other text")})
+	}
+	mustNode(t, db, "s", kura.NodeInput{Kind: "note", ID: "best", Title: ptr("same"), Summary: ptr("same")})
+	for _, c := range []struct {
+		q    kura.SearchQuery
+		want []string
+	}{
+		{kura.SearchQuery{Q: "same", Limit: 10}, []string{"note:best=11", "fact:zz=8", "belief:mm=8", "fact:aa=8", "belief:bb=8"}},
+		{kura.SearchQuery{Q: "same", Limit: 3}, []string{"note:best=11", "fact:zz=8", "belief:mm=8"}},
+		{kura.SearchQuery{Q: "same", Kind: "belief", Limit: 1}, []string{"belief:mm=8"}},
+	} {
+		res, err := db.SearchNodes(ctx, "s", c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range res {
+			got = append(got, fmt.Sprintf("%s=%d", r.Ref, r.Score))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%+v: got %v, want %v", c.q, got, c.want)
+		}
 	}
 }
 
@@ -281,8 +314,13 @@ func TestMemory_SearchMatchesBruteForce(t *testing.T) {
 	if err != nil || len(all) != 120 {
 		t.Fatal(len(all), err)
 	}
-	for range 60 {
+	for i := range 120 {
+		// Half the queries cut the list short, so ties and filters meet
+		// the limit: a filter must apply before the cut, not after.
 		q := kura.SearchQuery{Q: text(1 + rng.IntN(3)), Limit: 1000}
+		if i%2 == 1 {
+			q.Limit = 1 + rng.IntN(8)
+		}
 		if rng.IntN(3) == 0 {
 			q.Kind = kinds[rng.IntN(3)]
 		}
@@ -308,12 +346,12 @@ func TestMemory_SearchMatchesBruteForce(t *testing.T) {
 				want = append(want, hit{n.Ref, s})
 			}
 		}
-		sort.Slice(want, func(i, j int) bool {
-			if want[i].score != want[j].score {
-				return want[i].score > want[j].score
-			}
-			return want[i].ref < want[j].ref
-		})
+		// all is in creation order (ListNodes lists by nid), and ties go
+		// to the older node: a stable sort by score alone is the order.
+		sort.SliceStable(want, func(i, j int) bool { return want[i].score > want[j].score })
+		if len(want) > q.Limit {
+			want = want[:q.Limit]
+		}
 		var gotHits []hit
 		for _, r := range got {
 			gotHits = append(gotHits, hit{r.Ref, r.Score})
@@ -367,5 +405,104 @@ func TestMemory_TurnCloseExtractsMemoryRecords(t *testing.T) {
 	again, err := db.GetTurn(ctx, turn.ID)
 	if err != nil || !slices.Equal(again.Extracted, closed.Extracted) {
 		t.Errorf("turn read back: %v %v", again.Extracted, err)
+	}
+}
+
+// Derived walks the lineage level by level and hands a deep, narrow rest
+// to a recursive CTE; either way it lists what a brute-force walk over
+// derived_from lists, at the same depths, each node once, even where the
+// CTE meets again nodes the levels already reached by a shorter path.
+func TestProvenance_DerivedMatchesBruteForce(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	rec := mustRecords(t, db, 1)[0]
+	rng := rand.New(rand.NewPCG(3, 5))
+	children := map[string][]string{}
+	var ins []kura.NodeInput
+	add := func(ref string, from ...string) {
+		kind, id, _ := strings.Cut(ref, ":")
+		ins = append(ins, kura.NodeInput{Kind: kind, ID: id, Summary: ptr(ref), DerivedFrom: from})
+		for _, p := range from {
+			children[p] = append(children[p], ref)
+		}
+	}
+	// A chain 30 deep: past the first levels, every level is one node.
+	chain := func(i int) string { return fmt.Sprintf("note:c%d", i) }
+	add(chain(0), "record:"+rec.ID)
+	for i := 1; i < 30; i++ {
+		add(chain(i), chain(i-1))
+	}
+	// Wide levels near the top, diamonds among them.
+	var early []string
+	for j := range 150 {
+		ref := fmt.Sprintf("%s:x%d", []string{"fact", "belief", "episode"}[j%3], j)
+		from := []string{chain(rng.IntN(4))}
+		if len(early) > 0 && rng.IntN(2) == 0 {
+			from = append(from, early[rng.IntN(len(early))])
+		}
+		add(ref, from...)
+		early = append(early, ref)
+	}
+	// Nodes near the top that the end of the chain derives into too.
+	for j := range 20 {
+		ref := fmt.Sprintf("decision:y%d", j)
+		add(ref, chain(18+rng.IntN(12)), early[rng.IntN(len(early))])
+		add(fmt.Sprintf("goal:z%d", j), ref)
+	}
+	if _, err := db.PutNodes(ctx, "deep", ins); err != nil {
+		t.Fatal(err)
+	}
+	all, _, err := db.ListNodes(ctx, "deep", kura.NodeFilter{Limit: 1000})
+	if err != nil || len(all) != len(ins) {
+		t.Fatal(len(all), err)
+	}
+	created := map[string]string{}
+	for _, n := range all {
+		created[n.Ref] = n.CreatedAt
+	}
+	depth := map[string]int{"record:" + rec.ID: 0}
+	for level := []string{"record:" + rec.ID}; len(level) > 0; {
+		var next []string
+		for _, v := range level {
+			for _, c := range children[v] {
+				if _, ok := depth[c]; !ok {
+					depth[c] = depth[v] + 1
+					next = append(next, c)
+				}
+			}
+		}
+		level = next
+	}
+	var want []string
+	for _, n := range all {
+		want = append(want, n.Ref)
+	}
+	slices.SortFunc(want, func(a, b string) int {
+		ka, ia, _ := strings.Cut(a, ":")
+		kb, ib, _ := strings.Cut(b, ":")
+		if c := depth[a] - depth[b]; c != 0 {
+			return c
+		}
+		if c := strings.Compare(created[a], created[b]); c != 0 {
+			return c
+		}
+		if c := strings.Compare(ka, kb); c != 0 {
+			return c
+		}
+		return strings.Compare(ia, ib)
+	})
+	for i, ref := range want {
+		want[i] = fmt.Sprintf("%s@%d", ref, depth[ref])
+	}
+	d, err := db.Derived(ctx, "deep", "record:"+rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range d.Derived {
+		got = append(got, fmt.Sprintf("%s@%d", it.Ref, it.Depth))
+	}
+	if d.Count != len(want) || !slices.Equal(got, want) {
+		t.Errorf("derived of the record:\n got %v\nwant %v", got, want)
 	}
 }
