@@ -366,3 +366,24 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			"duration_ms", float64(d.Microseconds())/1000, "req_id", middleware.GetReqID(r.Context()))
 	})
 }
+
+// bodyRoute is the shape most write routes share: decode the JSON body
+// into In, make the store call, answer with status through s.answer (the
+// bytes an idempotent retry gets back). decode is s.decodeJSON, or a
+// stricter decoder for bodies that need one.
+func bodyRoute[In, Out any](s *Server, decode func(http.ResponseWriter, *http.Request, any) error, status int,
+	call func(r *http.Request, in *In) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in In
+		if err := decode(w, r, &in); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out, err := call(r, &in)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.answer(w, status, out)
+	}
+}

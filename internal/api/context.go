@@ -20,7 +20,9 @@ func (s *Server) registerContextRoutes(r chi.Router) {
 	r.Route("/scopes/{scope}/context", func(r chi.Router) {
 		r.Use(s.scopeParam)
 		r.Post("/preview", s.handleContextPreview)
-		r.Post("/compile", s.idempotent(s.handleContextCompile))
+		r.Post("/compile", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusOK, func(r *http.Request, req *admission.Request) (json.RawMessage, error) {
+			return s.store.CompileContext(r.Context(), chi.URLParam(r, "scope"), req)
+		})))
 		r.Get("/bundles/{id}", s.handleBundleGet)
 	})
 }
@@ -39,20 +41,6 @@ func (s *Server) handleContextPreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeBody(w, http.StatusOK, append(body, '\n'))
-}
-
-func (s *Server) handleContextCompile(w http.ResponseWriter, r *http.Request) {
-	var req admission.Request
-	if err := s.decodeJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	body, err := s.store.CompileContext(r.Context(), chi.URLParam(r, "scope"), &req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, json.RawMessage(body))
 }
 
 // handleBundleGet returns a stored bundle as compile answered it.

@@ -40,9 +40,13 @@ func (s *Server) registerKBRoutes(r chi.Router) {
 	r.Route("/kb/{kb}", func(r chi.Router) {
 		r.Use(s.kbParam)
 		r.Put("/entries", s.idempotent(s.handleKBPut))
-		r.Put("/entries/batch", s.idempotent(s.handleKBBatch))
+		r.Put("/entries/batch", s.idempotent(bodyRoute(s, s.decodeKB, http.StatusOK, func(r *http.Request, in *kura.KBBatchInput) (*kura.KBBatch, error) {
+			return s.store.PutKBEntries(r.Context(), chi.URLParam(r, "kb"), in.Entries)
+		})))
 		r.Get("/entries", s.handleKBQuery)
-		r.Patch("/entries", s.idempotent(s.handleKBPatch))
+		r.Patch("/entries", s.idempotent(bodyRoute(s, s.decodeKB, http.StatusOK, func(r *http.Request, in *kura.KBPatch) (*kura.KBEntry, error) {
+			return s.store.UpdateKBEntry(r.Context(), chi.URLParam(r, "kb"), in)
+		})))
 		r.Delete("/entries", s.idempotent(s.handleKBDelete))
 		r.Get("/stats", s.handleKBStats)
 		r.Get("/history", s.handleKBHistory)
@@ -139,34 +143,6 @@ func (s *Server) handleKBPut(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	s.answer(w, status, e)
-}
-
-func (s *Server) handleKBBatch(w http.ResponseWriter, r *http.Request) {
-	var in kura.KBBatchInput
-	if err := s.decodeKB(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	b, err := s.store.PutKBEntries(r.Context(), chi.URLParam(r, "kb"), in.Entries)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, b)
-}
-
-func (s *Server) handleKBPatch(w http.ResponseWriter, r *http.Request) {
-	var p kura.KBPatch
-	if err := s.decodeKB(w, r, &p); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	e, err := s.store.UpdateKBEntry(r.Context(), chi.URLParam(r, "kb"), &p)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, e)
 }
 
 // kbQuery reads the query parameters of the knowledge-base routes. Every

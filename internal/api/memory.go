@@ -30,15 +30,26 @@ func (s *Server) registerMemoryRoutes(r chi.Router) {
 	r.Route("/scopes/{scope}/memory", func(r chi.Router) {
 		r.Use(s.scopeParam)
 		r.Post("/nodes", s.idempotent(s.handleNodePut))
-		r.Post("/nodes/batch", s.idempotent(s.handleNodeBatch))
+		r.Post("/nodes/batch", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.NodeBatchInput) (kura.NodeBatch, error) {
+			nodes, err := s.store.PutNodes(r.Context(), chi.URLParam(r, "scope"), in.Nodes)
+			return kura.NodeBatch{Nodes: nodes}, err
+		})))
 		r.Get("/nodes", s.handleNodeList)
 		r.Get("/nodes/{ref}", s.handleNodeGet)
 		r.Get("/nodes/{ref}/history", s.handleNodeHistory)
-		r.Post("/nodes/{ref}/transition", s.idempotent(s.handleNodeTransition))
-		r.Post("/nodes/{ref}/revise", s.idempotent(s.handleNodeRevise))
-		r.Post("/relations", s.idempotent(s.handleRelationCreate))
+		r.Post("/nodes/{ref}/transition", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusOK, func(r *http.Request, in *kura.Transition) (*kura.Node, error) {
+			return s.store.TransitionNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in)
+		})))
+		r.Post("/nodes/{ref}/revise", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.NodeInput) (*kura.Revision, error) {
+			return s.store.ReviseNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in)
+		})))
+		r.Post("/relations", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.RelationInput) (*kura.Relation, error) {
+			return s.store.CreateRelation(r.Context(), chi.URLParam(r, "scope"), in)
+		})))
 		r.Get("/relations", s.handleRelationList)
-		r.Post("/feedback", s.idempotent(s.handleFeedback))
+		r.Post("/feedback", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.FeedbackInput) (*kura.Feedback, error) {
+			return s.store.CreateFeedback(r.Context(), chi.URLParam(r, "scope"), in)
+		})))
 		r.Get("/search", s.handleSearch)
 	})
 }
@@ -70,20 +81,6 @@ func (s *Server) handleNodePut(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	s.answer(w, status, n)
-}
-
-func (s *Server) handleNodeBatch(w http.ResponseWriter, r *http.Request) {
-	var in kura.NodeBatchInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	nodes, err := s.store.PutNodes(r.Context(), chi.URLParam(r, "scope"), in.Nodes)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusCreated, kura.NodeBatch{Nodes: nodes})
 }
 
 func (s *Server) handleNodeGet(w http.ResponseWriter, r *http.Request) {
@@ -152,47 +149,56 @@ func ownerParam(r *http.Request) (string, error) {
 	return v, nil
 }
 
+// nodeParams are the filters node listing and search share.
+type nodeParams struct {
+	limit                             int
+	kind, lifecycle, authority, owner string
+	minConfidence                     *float64
+}
+
+func (s *Server) nodeParams(r *http.Request) (p nodeParams, err error) {
+	if p.limit, err = parseLimit(r.URL.Query().Get("limit")); err != nil {
+		return p, err
+	}
+	if p.kind, err = enumParam(r, "kind", s.store.NodeKinds()); err != nil {
+		return p, err
+	}
+	if p.lifecycle, err = enumParam(r, "lifecycle", kura.Lifecycles); err != nil {
+		return p, err
+	}
+	if p.authority, err = enumParam(r, "authority", kura.Authorities); err != nil {
+		return p, err
+	}
+	if p.owner, err = ownerParam(r); err != nil {
+		return p, err
+	}
+	p.minConfidence, err = confidenceParam(r)
+	return p, err
+}
+
 func (s *Server) handleNodeList(w http.ResponseWriter, r *http.Request) {
-	var f kura.NodeFilter
-	var err error
-	fail := func(e error) bool {
-		if e != nil {
-			s.writeError(w, r, e)
-			return true
-		}
-		return false
-	}
-	if f.Limit, err = parseLimit(r.URL.Query().Get("limit")); fail(err) {
+	p, err := s.nodeParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
-	if f.Kind, err = enumParam(r, "kind", s.store.NodeKinds()); fail(err) {
-		return
-	}
-	if f.Lifecycle, err = enumParam(r, "lifecycle", kura.Lifecycles); fail(err) {
-		return
-	}
-	if f.Authority, err = enumParam(r, "authority", kura.Authorities); fail(err) {
-		return
-	}
-	if f.Owner, err = ownerParam(r); fail(err) {
-		return
-	}
-	if f.MinConfidence, err = confidenceParam(r); fail(err) {
-		return
-	}
-	if f.UpdatedSince, err = timeParam(r, "updated_since"); fail(err) {
+	f := kura.NodeFilter{Kind: p.kind, Lifecycle: p.lifecycle, Authority: p.authority, Owner: p.owner,
+		MinConfidence: p.minConfidence, Limit: p.limit}
+	if f.UpdatedSince, err = timeParam(r, "updated_since"); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if c := r.URL.Query().Get("cursor"); c != "" {
 		v, err := decodeCursor(c, "n")
 		if _, perr := strconv.ParseInt(v, 10, 64); err != nil || perr != nil {
-			fail(kura.Invalid("cursor", "cursor is not one this server handed out"))
+			s.writeError(w, r, kura.Invalid("cursor", "cursor is not one this server handed out"))
 			return
 		}
 		f.After = v
 	}
 	nodes, next, err := s.store.ListNodes(r.Context(), chi.URLParam(r, "scope"), f)
-	if fail(err) {
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	out := map[string]any{"nodes": nodes}
@@ -209,48 +215,6 @@ func (s *Server) handleNodeHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, h)
-}
-
-func (s *Server) handleNodeTransition(w http.ResponseWriter, r *http.Request) {
-	var in kura.Transition
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	n, err := s.store.TransitionNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), &in)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, n)
-}
-
-func (s *Server) handleNodeRevise(w http.ResponseWriter, r *http.Request) {
-	var in kura.NodeInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	rev, err := s.store.ReviseNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), &in)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusCreated, rev)
-}
-
-func (s *Server) handleRelationCreate(w http.ResponseWriter, r *http.Request) {
-	var in kura.RelationInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	rel, err := s.store.CreateRelation(r.Context(), chi.URLParam(r, "scope"), &in)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusCreated, rel)
 }
 
 func (s *Server) handleRelationList(w http.ResponseWriter, r *http.Request) {
@@ -286,61 +250,26 @@ func (s *Server) handleRelationList(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleFeedback(w http.ResponseWriter, r *http.Request) {
-	var in kura.FeedbackInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	fb, err := s.store.CreateFeedback(r.Context(), chi.URLParam(r, "scope"), &in)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusCreated, fb)
-}
-
 // maxSearchQuery bounds q: a search is a handful of index lookups, not a
 // document.
 const maxSearchQuery = 1024
 
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	qv := r.URL.Query()
-	var q kura.SearchQuery
-	var err error
-	fail := func(e error) bool {
-		if e != nil {
-			s.writeError(w, r, e)
-			return true
-		}
-		return false
-	}
-	q.Q = qv.Get("q")
-	if len(q.Q) > maxSearchQuery {
-		fail(kura.Invalid("q", "q is longer than %d bytes", maxSearchQuery))
+	if len(qv.Get("q")) > maxSearchQuery {
+		s.writeError(w, r, kura.Invalid("q", "q is longer than %d bytes", maxSearchQuery))
 		return
 	}
-	if q.Limit, err = parseLimit(qv.Get("limit")); fail(err) {
+	p, err := s.nodeParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
-	if q.Kind, err = enumParam(r, "kind", s.store.NodeKinds()); fail(err) {
-		return
-	}
-	if q.Lifecycle, err = enumParam(r, "lifecycle", kura.Lifecycles); fail(err) {
-		return
-	}
-	if q.Authority, err = enumParam(r, "authority", kura.Authorities); fail(err) {
-		return
-	}
-	if q.Owner, err = ownerParam(r); fail(err) {
-		return
-	}
-	if q.MinConfidence, err = confidenceParam(r); fail(err) {
-		return
-	}
-	q.TargetFile = qv.Get("target_file")
+	q := kura.SearchQuery{Q: qv.Get("q"), Kind: p.kind, Lifecycle: p.lifecycle, Authority: p.authority, Owner: p.owner,
+		MinConfidence: p.minConfidence, TargetFile: qv.Get("target_file"), Limit: p.limit}
 	res, err := s.store.SearchNodes(r.Context(), chi.URLParam(r, "scope"), q)
-	if fail(err) {
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"results": res})
