@@ -36,7 +36,8 @@ var (
 	qKBClearKeys    = wsql("DELETE FROM kb_keys WHERE sp = ?")
 	qKBClearEntries = wsql("DELETE FROM kb_entries WHERE sp = ?")
 	qKBClearFwd     = wsql("DELETE FROM kb_entry_words WHERE eid IN (SELECT eid FROM kb_entries WHERE sp = ?)")
-	qKBZeroCount    = wsql("UPDATE kb_spaces SET entries = 0 WHERE sp = ?")
+	qKBZeroCount    = wsql("UPDATE kb_spaces SET entries = 0, gen = gen + 1 WHERE sp = ?")
+	qKBBumpGen      = wsql("UPDATE kb_spaces SET gen = gen + 1 WHERE sp = ?")
 	qKBClearDF      = wsql("DELETE FROM kb_df WHERE sp = ?")
 )
 
@@ -77,11 +78,22 @@ func (d dfDelta) rekey(sp int64, from, to []string) {
 	}
 }
 
+// write also moves the generation of every space whose postings changed,
+// even by a net zero (one entry's key moved to another entry).
 func (d dfDelta) write(tx *Tx) error {
 	args := make([]any, 0, 4*len(d))
+	var sps []int64
 	for t, n := range d {
 		if n != 0 {
 			args = append(args, t.sp, t.kind, t.term, n)
+		}
+		if !slices.Contains(sps, t.sp) {
+			sps = append(sps, t.sp)
+		}
+	}
+	for _, sp := range sps {
+		if _, err := tx.Exec(qKBBumpGen, sp); err != nil {
+			return err
 		}
 	}
 	return kbRows["df"].exec(tx, args)
@@ -752,11 +764,17 @@ func (tx *Tx) clearKB(s kbSpace) (int, error) {
 // readKBSpace finds a space for a read; ok is false when it was never
 // written (so it holds nothing).
 func readKBSpace(ctx context.Context, q queryer, name, scope string) (sp int64, entries int, ok bool, err error) {
-	err = q.QueryRowContext(ctx, "SELECT sp, entries FROM kb_spaces WHERE kb = ? AND scope = ?", name, scope).Scan(&sp, &entries)
+	sp, entries, _, ok, err = readKBSpaceGen(ctx, q, name, scope)
+	return sp, entries, ok, err
+}
+
+// readKBSpaceGen also reads the generation of the space's postings.
+func readKBSpaceGen(ctx context.Context, q queryer, name, scope string) (sp int64, entries int, gen int64, ok bool, err error) {
+	err = q.QueryRowContext(ctx, "SELECT sp, entries, gen FROM kb_spaces WHERE kb = ? AND scope = ?", name, scope).Scan(&sp, &entries, &gen)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, false, nil
+		return 0, 0, 0, false, nil
 	}
-	return sp, entries, err == nil, err
+	return sp, entries, gen, err == nil, err
 }
 
 // queryer is a read pool or a read transaction.
@@ -1017,6 +1035,11 @@ type kbStatements struct {
 	count, page         string
 	countArgs, pageArgs []any
 	known               int // the count when no statement is needed, else -1
+
+	// What the cached plan needs (kbcache.go): the space, the generation
+	// of its postings in this snapshot, and every condition.
+	sp, gen  int64
+	postings []*kbPosting
 }
 
 // prepareKB plans q: it finds the space, turns the conditions into index
@@ -1025,7 +1048,7 @@ type kbStatements struct {
 // no such space, or a condition nothing meets.
 func prepareKB(ctx context.Context, rtx *kbTx, name string, q *kura.KBQuery, limit int) (st *kbStatements, page *kura.KBPage, done bool, err error) {
 	page = &kura.KBPage{Entries: []kura.KBEntry{}}
-	sp, total, ok, err := readKBSpace(ctx, rtx, name, q.Scope)
+	sp, total, gen, ok, err := readKBSpaceGen(ctx, rtx, name, q.Scope)
 	if err != nil || !ok {
 		return nil, page, true, err
 	}
@@ -1042,7 +1065,7 @@ func prepareKB(ctx context.Context, rtx *kbTx, name string, q *kura.KBQuery, lim
 		}
 	}
 	slices.SortStableFunc(ps, func(a, b *kbPosting) int { return a.size - b.size })
-	st = &kbStatements{known: -1}
+	st = &kbStatements{known: -1, sp: sp, gen: gen, postings: slices.Clone(ps)}
 	plain := q.ExactIdentifier == nil && len(ps) == 0
 	switch {
 	case plain:
@@ -1141,6 +1164,11 @@ func queryKB(ctx context.Context, rtx *kbTx, name string, q *kura.KBQuery) (*kur
 	st, page, done, err := prepareKB(ctx, rtx, name, q, limit)
 	if err != nil || done {
 		return page, err
+	}
+	if st.cached(q, rtx.db.kbPostings.minSize()) {
+		if page, ok, err := cachedQueryKB(ctx, rtx, st, q, limit); err != nil || ok {
+			return page, err
+		}
 	}
 	rows, err := rtx.QueryContext(ctx, st.page, st.pageArgs...)
 	if err != nil {

@@ -156,3 +156,14 @@ func (db *DB) KBIndexDrift() ([]string, error) {
 	}
 	return drift, rows.Err()
 }
+
+// SetKBCacheMin sets the smallest posting the cached plan takes and keeps.
+// Missing postings are then read inline, so which plan answers is
+// deterministic.
+func (db *DB) SetKBCacheMin(n int) { db.kbPostings.min, db.kbPostings.syncLoad = n, true }
+
+// WaitKBLoads waits for the postings being read in the background.
+func (db *DB) WaitKBLoads() { db.kbLoads.Wait() }
+
+// KBCacheHits counts the postings served from memory.
+func (db *DB) KBCacheHits() int64 { return db.kbPostings.hits.Load() }

@@ -425,8 +425,27 @@ func TestKB_BatchUpsert(t *testing.T) {
 // The indexed answers equal a brute-force scan of the same content (the
 // reference kb.Base), for random upserts, patches, deletes and clears in
 // two scopes and random queries of every form and combination, paged.
+//
+// Both plans are checked: the SQL walk of the rarest posting, and the
+// intersection of in-memory postings (kbcache.go), which here serves every
+// counted query and must follow each change through the generations.
 func TestKB_MatchesBruteForce(t *testing.T) {
-	db := MustOpenStore(t)
+	for _, tc := range []struct {
+		name     string
+		cacheMin int
+	}{{"sql", 1 << 30}, {"cached", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := MustOpenStore(t)
+			db.SetKBCacheMin(tc.cacheMin)
+			testKBMatchesBruteForce(t, db)
+			if hits := db.KBCacheHits(); (tc.cacheMin == 1) != (hits > 0) {
+				t.Fatalf("%d answers from cached postings", hits)
+			}
+		})
+	}
+}
+
+func testKBMatchesBruteForce(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 5))
 	w := kbtest.Workload{R: rng}
@@ -630,5 +649,48 @@ func TestKB_QueriesUseTheIndexes(t *testing.T) {
 				t.Errorf("%s: plan scans a table: %q", describe(tc.q), plans)
 			}
 		}
+	}
+}
+
+// With the default threshold, a counted query over large postings is
+// answered by the SQL plan while its postings are read in the background,
+// then from the copies; a write moves the generation, so the next answer
+// sees it (from SQL again) and never a stale copy.
+func TestKB_CachedPostingsFollowWrites(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	var batch []kura.KBEntryInput
+	for i := range 300 {
+		batch = append(batch, kura.KBEntryInput{Identifier: fmt.Sprintf("Alpha beta %d", i), Keys: []string{"Team", "Ops", fmt.Sprintf("t%d", i%3)}, Value: "v"})
+	}
+	if _, err := db.PutKBEntries(ctx, "c", batch); err != nil {
+		t.Fatal(err)
+	}
+	words, keys := "alpha BETA", []string{"team", "OPS"}
+	ask := func(want int) {
+		t.Helper()
+		for _, q := range []kura.KBQuery{{Identifier: &words}, {AllKeys: keys}} {
+			p, err := db.QueryKB(ctx, "c", q)
+			if err != nil || p.Count != want {
+				t.Fatalf("%s: count %d, %v; want %d", describe(q), p.Count, err, want)
+			}
+		}
+	}
+	ask(300)
+	db.WaitKBLoads()
+	if db.KBCacheHits() != 0 {
+		t.Fatalf("%d postings from memory before any was read", db.KBCacheHits())
+	}
+	ask(300)
+	if hits := db.KBCacheHits(); hits != 4 {
+		t.Fatalf("%d postings from memory, want 4 (two words, two keys)", hits)
+	}
+	mustKB(t, db, "c", kura.KBEntryInput{Identifier: "Alpha beta gamma", Keys: []string{"team"}, Value: "v"})
+	p, err := db.QueryKB(ctx, "c", kura.KBQuery{Identifier: &words})
+	if err != nil || p.Count != 301 {
+		t.Fatalf("after a write: count %d, %v; want 301", p.Count, err)
+	}
+	if hits := db.KBCacheHits(); hits != 4 {
+		t.Fatalf("a copy of the old generation answered after a write (%d hits)", hits)
 	}
 }
