@@ -192,8 +192,14 @@ func (db *DB) compile(ctx context.Context, scope string, req *admission.Request)
 	}
 	defer rtx.Rollback()
 	now := db.now()
-	withText := req.Query != "" || len(req.TargetFiles) > 0
-	nodes, rels, err := scopeMemory(ctx, rtx, scope, asOf, !asked, withText, req.Kinds)
+	var nodes []kura.Node
+	var rels []kura.Relation
+	if asked {
+		withText := req.Query != "" || len(req.TargetFiles) > 0
+		nodes, rels, err = scopeMemory(ctx, rtx, scope, asOf, false, withText, req.Kinds)
+	} else {
+		nodes, rels, err = db.currentScope(ctx, rtx, scope, asOf)
+	}
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -251,3 +251,80 @@ func TestContext_TurnOpenWithMemory(t *testing.T) {
 		t.Errorf("context ledger types %v", types)
 	}
 }
+
+// A compile keeps its scope's read for the next one; every kind of change
+// to the scope's nodes and relations must make the next compile read
+// afresh. Each step compiles twice (the second from the kept read), makes
+// one change, compiles from the store's choice, and must equal a compile
+// that cannot use a kept read.
+func TestContext_KeptScopeReadFollowsEveryChange(t *testing.T) {
+	// A still clock: as_of (now) is in every answer.
+	db := openWithClock(t, &clock{t: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)})
+	ctx := context.Background()
+	req := func() *admission.Request { return &admission.Request{Query: "deploy"} }
+	preview := func() string {
+		t.Helper()
+		b, err := db.PreviewContext(ctx, "s", req())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f1", Summary: ptr("deploy on fridays"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
+	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f2", Summary: ptr("deploy with care"), Lifecycle: ptr("active"), Authority: ptr("verified")})
+	mustNode(t, db, "other", kura.NodeInput{Kind: "fact", ID: "o1", Summary: ptr("deploy elsewhere")})
+	changes := []struct {
+		name string
+		do   func() error
+	}{
+		{"new node", func() error {
+			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "belief", ID: "b1", Summary: ptr("deploy maybe")})
+			return err
+		}},
+		{"transition", func() error {
+			_, err := db.TransitionNode(ctx, "s", "fact:f2", &kura.Transition{Lifecycle: "suppressed", Reason: "stale"})
+			return err
+		}},
+		{"revision", func() error {
+			_, err := db.ReviseNode(ctx, "s", "fact:f1", &kura.NodeInput{Kind: "fact", ID: "f1b", Summary: ptr("deploy on mondays"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
+			return err
+		}},
+		{"blocking relation", func() error {
+			_, err := db.CreateRelation(ctx, "s", &kura.RelationInput{Kind: "contradicts", From: "belief:b1", To: "fact:f1b", Confidence: ptr(0.9)})
+			return err
+		}},
+		{"confidence only", func() error {
+			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "belief", ID: "b1", Summary: ptr("deploy maybe"), Confidence: ptr(0.25)})
+			return err
+		}},
+		{"upsert of the same node", func() error {
+			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "belief", ID: "b1", Summary: ptr("deploy surely"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
+			return err
+		}},
+	}
+	for _, c := range changes {
+		before := preview()
+		hits := db.ScopeCacheHits()
+		if again := preview(); again != before || db.ScopeCacheHits() != hits+1 {
+			t.Fatalf("before %s: a second compile of an unchanged scope was not answered from the kept read (hits %d → %d) or differs", c.name, hits, db.ScopeCacheHits())
+		}
+		// A change to another scope keeps this scope's read.
+		if _, _, err := db.PutNode(ctx, "other", &kura.NodeInput{Kind: "fact", ID: "o1", Summary: ptr("deploy " + c.name)}); err != nil {
+			t.Fatal(err)
+		}
+		if preview() != before || db.ScopeCacheHits() != hits+2 {
+			t.Fatalf("before %s: a change to another scope dropped this scope's kept read", c.name)
+		}
+		if err := c.do(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := preview()
+		db.ResetScopeCache()
+		if want := preview(); got != want {
+			t.Fatalf("after %s, the compile answered from a stale read:\n got %s\nwant %s", c.name, got, want)
+		}
+		if got == before {
+			t.Fatalf("%s changed nothing the compile shows; the step proves nothing", c.name)
+		}
+	}
+}

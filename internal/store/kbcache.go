@@ -25,7 +25,7 @@ import (
 // is in every word's posting), and it reads from SQLite only the page's
 // entries.
 //
-// A copy is valid for one generation of its space (kb_spaces.gen, bumped
+// A copy is valid for one generation of its space (kb_spaces.gen, migration 0008, bumped
 // in the transaction that changes the postings); a reader uses copies of
 // the generation its own snapshot sees, so it never mixes states.
 

@@ -81,6 +81,7 @@ type DB struct {
 	kbStmts    stmtCache            // prepared knowledge-base reads (kb.go)
 	kbPostings postingCache         // copies of large postings (kbcache.go)
 	kbLoads    sync.WaitGroup       // background readers of postings
+	scopes     scopeCache           // the last read of compiled scopes (context_cache.go)
 	lastSeq    atomic.Int64
 	counts     struct{ records, ledgers, events atomic.Int64 }
 	hookMu     sync.Mutex
