@@ -169,26 +169,67 @@ type Result struct {
 
 type ranked struct {
 	n     *kura.Node
+	d     *Decision
 	score int
 	why   []memory.Reason
 }
 
-// Compile decides every node and builds the buckets. relations are the
-// scope's relations; incoming ones are found through an index by target,
-// so the work is linear in nodes + relations.
-func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result {
+// Scope is a scope's memory made ready for compiles: its nodes in the
+// order without a query (updated_at descending, then id, then kind) and
+// each node's decision, which depends on nothing a request asks. Every
+// compile of an unchanged scope can share one (the store keeps it), so a
+// compile only ranks, fills buckets and explains. A Scope is read-only
+// once prepared.
+type Scope struct {
+	nodes     []kura.Node
+	decisions []Decision
+}
+
+// Prepare sorts nodes (in place) into the order without a query and
+// decides each against its incoming relations, found through an index by
+// target: linear in nodes + relations, plus the sort.
+func Prepare(nodes []kura.Node, relations []kura.Relation) *Scope {
 	byTarget := make(map[string][]kura.Relation, len(relations))
 	for _, r := range relations {
 		byTarget[r.To] = append(byTarget[r.To], r)
 	}
-	words := memory.Words(req.Query)
-	list := make([]ranked, 0, len(nodes))
+	slices.SortFunc(nodes, func(a, b kura.Node) int {
+		if c := cmp.Compare(b.UpdatedAt, a.UpdatedAt); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.ID, b.ID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Kind, b.Kind)
+	})
+	sc := &Scope{nodes: nodes, decisions: make([]Decision, len(nodes))}
 	for i := range nodes {
-		n := &nodes[i]
+		sc.decisions[i] = Decide(&nodes[i], byTarget[nodes[i].Ref])
+	}
+	return sc
+}
+
+// Len is the number of nodes in the scope.
+func (sc *Scope) Len() int { return len(sc.nodes) }
+
+// Compile decides every node and builds the buckets: Prepare, then
+// Scope.Compile.
+func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result {
+	return Prepare(slices.Clone(nodes), relations).Compile(req)
+}
+
+// Compile ranks the scope's nodes for req and builds the buckets, the
+// trace and the budget's cut.
+func (sc *Scope) Compile(req *Request) *Result {
+	words := memory.Words(req.Query)
+	list := make([]ranked, 0, len(sc.nodes))
+	var scored []ranked // with a query: the nodes it matches
+	for i := range sc.nodes {
+		n := &sc.nodes[i]
 		if len(req.Kinds) > 0 && !slices.Contains(req.Kinds, n.Kind) {
 			continue
 		}
-		rk := ranked{n: n}
+		rk := ranked{n: n, d: &sc.decisions[i]}
 		if len(words) > 0 {
 			rk.score, rk.why = memory.ScoreNode(n, words)
 		}
@@ -199,22 +240,18 @@ func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result
 				rk.why = append(rk.why, memory.Reason{Code: "target_file_match", Detail: f})
 			}
 		}
-		list = append(list, rk)
+		if rk.score > 0 {
+			scored = append(scored, rk)
+		} else {
+			list = append(list, rk)
+		}
 	}
-	slices.SortFunc(list, func(a, b ranked) int {
-		if len(words) > 0 {
-			if c := cmp.Compare(b.score, a.score); c != 0 {
-				return c
-			}
-		}
-		if c := cmp.Compare(b.n.UpdatedAt, a.n.UpdatedAt); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.n.ID, b.n.ID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.n.Kind, b.n.Kind)
-	})
+	// Score descending, ties in the order without a query: the nodes
+	// come in that order, so a stable sort of the matches, followed by
+	// the rest as they are, is the whole order (scores are never
+	// negative).
+	slices.SortStableFunc(scored, func(a, b ranked) int { return cmp.Compare(b.score, a.score) })
+	list = append(scored, list...)
 
 	res := &Result{Trace: make([]TraceEntry, 0, len(list)), Omitted: map[string]int{}, Warnings: []string{}}
 	// Decide every node (the trace lists them all), then fill the buckets
@@ -228,7 +265,7 @@ func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result
 	}
 	for i := range list {
 		rk := &list[i]
-		d := Decide(rk.n, byTarget[rk.n.Ref])
+		d := rk.d
 		te := TraceEntry{Ref: rk.n.Ref, Bucket: d.Bucket, Reason: d.Reason, RelationID: d.RelationID, Detail: d.Detail, Why: rk.why}
 		if len(words) > 0 {
 			s := rk.score

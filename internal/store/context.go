@@ -192,18 +192,18 @@ func (db *DB) compile(ctx context.Context, scope string, req *admission.Request)
 	}
 	defer rtx.Rollback()
 	now := db.now()
-	var nodes []kura.Node
-	var rels []kura.Relation
+	var sc *admission.Scope
 	if asked {
 		withText := req.Query != "" || len(req.TargetFiles) > 0
-		nodes, rels, err = scopeMemory(ctx, rtx, scope, asOf, false, withText, req.Kinds)
-	} else {
-		nodes, rels, err = db.currentScope(ctx, rtx, scope, asOf)
-	}
-	if err != nil {
+		nodes, rels, err := scopeMemory(ctx, rtx, scope, asOf, false, withText, req.Kinds)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		sc = admission.Prepare(nodes, rels)
+	} else if sc, err = db.currentScope(ctx, rtx, scope, asOf); err != nil {
 		return nil, mapErr(err)
 	}
-	res := admission.Compile(nodes, rels, req)
+	res := sc.Compile(req)
 	if asked {
 		t, _ := kura.ParseTime(asOf)
 		if age := now.Sub(t); age > 0 {

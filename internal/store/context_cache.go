@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sync"
 
+	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -25,10 +27,11 @@ import (
 const scopeCacheMaxNodes = 250_000
 
 type scopeSnap struct {
-	gen   int64
-	nodes []kura.Node // read-only once cached: compiles share them
-	rels  []kura.Relation
-	used  uint64
+	gen      int64
+	prepared *admission.Scope // read-only: compiles share it
+	nodes    []kura.Node      // the prepared scope's nodes
+	rels     []kura.Relation
+	used     uint64
 }
 
 type scopeCache struct {
@@ -85,18 +88,19 @@ func (c *scopeCache) put(sid int64, s *scopeSnap) {
 	c.nodes += len(s.nodes)
 }
 
-// currentScope returns the current nodes (every kind, with the text that
-// search scores read) and deciding relations of scope in the snapshot of
-// rtx, from the copy of the snapshot's generation when there is one.
-// Relations created after asOf are left out, as scopeMemory leaves them.
-func (db *DB) currentScope(ctx context.Context, rtx *sql.Tx, scope, asOf string) ([]kura.Node, []kura.Relation, error) {
+// currentScope returns scope as it is in the snapshot of rtx (every node,
+// with the text that search scores read, and the deciding relations),
+// prepared for compiles, from the copy of the snapshot's generation when
+// there is one. Relations created after asOf are left out, as
+// scopeMemory leaves them. nil: the scope holds nothing.
+func (db *DB) currentScope(ctx context.Context, rtx *sql.Tx, scope, asOf string) (*admission.Scope, error) {
 	var sid, gen int64
 	err := rtx.QueryRowContext(ctx, "SELECT sid, gen FROM scopes WHERE name = ?", scope).Scan(&sid, &gen)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, nil
+		return admission.Prepare(nil, nil), nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	s := db.scopes.get(sid, gen)
 	if s == nil {
@@ -104,24 +108,23 @@ func (db *DB) currentScope(ctx context.Context, rtx *sql.Tx, scope, asOf string)
 		// asOf below is per compile.
 		nodes, rels, err := scopeMemory(ctx, rtx, scope, "9999", true, true, nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		s = &scopeSnap{gen: gen, nodes: nodes, rels: rels}
+		s = &scopeSnap{gen: gen, prepared: admission.Prepare(nodes, rels), nodes: nodes, rels: rels}
 		db.scopes.put(sid, s)
 	}
-	rels := s.rels
-	for i := range rels {
-		if rels[i].CreatedAt > asOf {
-			// Only a clock set back puts a relation after now: keep the
-			// shared slice intact and filter a copy.
-			rels = make([]kura.Relation, 0, len(s.rels))
+	for i := range s.rels {
+		if s.rels[i].CreatedAt > asOf {
+			// Only a clock set back puts a relation after now: prepare a
+			// copy without the relations of the future.
+			var rels []kura.Relation
 			for _, r := range s.rels {
 				if r.CreatedAt <= asOf {
 					rels = append(rels, r)
 				}
 			}
-			break
+			return admission.Prepare(slices.Clone(s.nodes), rels), nil
 		}
 	}
-	return s.nodes, rels, nil
+	return s.prepared, nil
 }
