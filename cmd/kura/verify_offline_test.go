@@ -298,6 +298,32 @@ func TestE2E_VerifyExportOffline(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ImportKeepsRedaction", func(t *testing.T) {
+		// A second kurad takes the export, redacted record included, and
+		// signs it with its own key: its session verifies, and the old
+		// key no longer matches the new export.
+		url2 := kuradtest.Start(t)
+		p := filepath.Join(t.TempDir(), "in.jsonl")
+		os.WriteFile(p, []byte(exports["jsonl"]), 0o644)
+		if out, errOut, code := runKura(t, url2, nil, "import", p); code != exitOK {
+			t.Fatalf("import: exit %d, %q %q", code, out, errOut)
+		}
+		if out, _, code := runKura(t, url2, nil, "verify", s.ID); code != exitOK {
+			t.Fatalf("verify on the importer: exit %d, %s", code, out)
+		}
+		var r client.Record
+		kuraJSON(t, url2, "", &r, "show", redacted)
+		if !r.Redacted || string(r.Content) != "null" {
+			t.Errorf("imported record: got %+v, want redacted", r)
+		}
+		p2 := filepath.Join(t.TempDir(), "again.jsonl")
+		if _, errOut, code := runKura(t, url2, nil, "export", s.ID, "--format=jsonl", "--out", p2); code != exitOK {
+			t.Fatalf("re-export: %q", errOut)
+		}
+		if _, _, code := runKura(t, offline, nil, "verify", "--pubkey", info.PublicKey, p2); code != exitFail {
+			t.Errorf("re-export checked against the first kurad's key: got exit %d, want %d", code, exitFail)
+		}
+	})
 	t.Run("Usage", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"verify", "--pubkey", "nonsense-not-a-file", "x"},

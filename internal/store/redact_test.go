@@ -200,6 +200,22 @@ func TestStore_RedactRecord(t *testing.T) {
 					t.Errorf("got redaction %+v (%v), want who, why and the event's seq", rd, err)
 				}
 			})
+			t.Run("BackupAndRestore", func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "backup")
+				if _, err := db.Backup(ctx, dir); err != nil {
+					t.Fatal(err)
+				}
+				if got := fileHolds(t, filepath.Join(dir, "kura.db"), marker); len(got) > 0 {
+					t.Fatalf("the backup holds the content in %v", got)
+				}
+				rep, err := store.Restore(ctx, store.RestoreOptions{BackupDir: dir, DataDir: t.TempDir(), PublicKey: db.PublicKey()})
+				if err != nil {
+					t.Fatalf("restore of a backup holding a redacted record: %v", err)
+				}
+				if v := rep.Verification; v == nil || !v.OK || len(v.FailedLedgers)+len(v.FailedSessions) > 0 {
+					t.Errorf("restore verification: got %+v, want ok", v)
+				}
+			})
 			t.Run("Again", func(t *testing.T) {
 				again, err := db.RedactRecord(ctx, rec.ID, "user:other", &kura.RedactInput{Reason: "twice"})
 				if err != nil {
