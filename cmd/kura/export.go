@@ -24,10 +24,15 @@ import (
 //   - jsonl: one JSON object a line, {"kind":"session",...} first, then for
 //     each ledger the records it uses that were not written yet
 //     ({"kind":"record",...}) and the ledger itself ({"kind":"ledger",...},
-//     record ids included). kura import reads it back.
+//     record ids included). kura import reads it back. The session line
+//     also carries the signed reflog and kurad's public key (see
+//     exportedSession), so that kura verify --pubkey can check the export
+//     without a kurad.
 //   - git: a git fast-import stream, one commit a ledger on
 //     refs/heads/<session name>, whose tree is that ledger: ledger.json and
-//     records/<id>.json, each the canonical JSON of the object.
+//     records/<id>.json, each the canonical JSON of the object. The
+//     annotated tag kura/<session name> on the head commit holds the
+//     session, its signed reflog and kurad's public key (canonical JSON).
 
 // exportStats counts what an export wrote.
 type exportStats struct {
@@ -165,7 +170,11 @@ func writeJSONLExport(ctx context.Context, c *client.Client, s *client.Session, 
 		bw.Write(b)
 		return bw.WriteByte('\n')
 	}
-	if err := line("session", s); err != nil {
+	trail, err := sessionTrail(ctx, c, s)
+	if err != nil {
+		return st, err
+	}
+	if err := line("session", trail); err != nil {
 		return st, err
 	}
 	seen := map[string]bool{}
@@ -327,6 +336,9 @@ func writeGitExport(ctx context.Context, c *client.Client, s *client.Session, w 
 		// The head is last in parents-first order already; say it anyway
 		// so that the branch is right whatever the order.
 		fmt.Fprintf(bw, "reset %s\nfrom :%d\n\n", branch, marks[*s.HeadLedgerID])
+		if err := writeGitSessionTag(ctx, c, s, bw, marks[*s.HeadLedgerID]); err != nil {
+			return st, err
+		}
 	}
 	bw.WriteString("done\n")
 	if err := bw.Flush(); err != nil {
@@ -339,6 +351,7 @@ func writeGitExport(ctx context.Context, c *client.Client, s *client.Session, w 
 type dumpItem struct {
 	Kind    string // "session", "record" or "ledger"
 	Session *client.Session
+	Trail   *exportedSession // the session line whole: reflog and key too
 	Record  *client.Record
 	Ledger  *client.Ledger
 	ID      string
@@ -405,7 +418,8 @@ func parseDumpLine(b []byte) (dumpItem, error) {
 	switch it.Kind {
 	case "session":
 		it.Session = &client.Session{}
-		err = json.Unmarshal(b, it.Session)
+		it.Trail = &exportedSession{Session: it.Session}
+		err = json.Unmarshal(b, it.Trail)
 		it.ID = it.Session.ID
 	case "record":
 		it.Record = &client.Record{}

@@ -82,7 +82,17 @@ func orNone(s string) string {
 func setupVerify(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 	local := fs.Bool("local", false, "recompute every hash here instead of trusting kurad's answer (checks signatures against /v1/info's key)")
 	expect := fs.String("expect-head-hash", "", "sessions: also check that the first-parent chain still holds this ledger `hash` (one you saw earlier)")
+	pubkey := fs.String("pubkey", "", "verify an export `FILE` (kura export, jsonl or git; - for stdin) offline, without kurad, against this public key (ed25519:<hex>, or a file holding it or kura info --json)")
 	return func(ctx context.Context, c *cli, args []string) error {
+		if *pubkey != "" {
+			if len(args) != 1 || *local {
+				return usagef("verify --pubkey takes one export file (or - for stdin) and no --local")
+			}
+			if *expect != "" && !kura.ValidHash(*expect) {
+				return usagef("--expect-head-hash %q is not a hex SHA-256 ledger hash", *expect)
+			}
+			return c.verifyOffline(args[0], *pubkey, *expect)
+		}
 		if len(args) != 1 {
 			return usagef("verify takes one ledger or session (session:<id>, ledger:<id> or <project>/<name> to say which)")
 		}

@@ -82,8 +82,9 @@ func commandTable() []command {
 	return []command{
 		{"put", "[--type T --author A] [--content JSON] [--meta k=v]... [--stdin | -]", "write a record (or a batch from stdin)", setupPut},
 		{"show", "<record-id | record-hash>", "show a record", setupShow},
+		{"redact", "<record> --reason R", "drop a record's content for good (admin); its hashes stay and every ledger still verifies", setupRedact},
 		{"ledger", "<ledger-id> [--records]", "show a ledger and its record ids (--records: the records)", setupLedger},
-		{"verify", "<ledger | session> [--local] [--expect-head-hash H]", "verify a ledger or a session's chain; exit 1 when it does not verify", setupVerify},
+		{"verify", "<ledger | session> [--local] [--expect-head-hash H] | --pubkey KEY <export-file | ->", "verify a ledger or a session's chain (--pubkey: an export, offline); exit 1 when it does not verify", setupVerify},
 		{"diff", "<ledger-a> <ledger-b>", "records added and removed from ledger a to ledger b", setupDiff},
 		{"log", "<session> [--limit N]", "list a session's ledgers from its head, following first parents", setupLog},
 		{"session new", "<project> <name> [--scope S] [--from-ledger ID]", "create a session (forked from a ledger with --from-ledger)", setupSessionNew},

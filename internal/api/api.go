@@ -60,6 +60,7 @@ type Store interface {
 	ProvenanceStore
 	KBStore
 	AdminStore
+	RedactStore
 	LastEventSeq() int64
 	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
 	EventsChanged() <-chan struct{}
@@ -132,6 +133,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	s.registerOpsRoutes(r)
 	r.Route("/v1", func(r chi.Router) {
 		s.registerRecordRoutes(r)
+		s.registerRedactRoutes(r)
 		s.registerLedgerRoutes(r)
 		s.registerSessionRoutes(r)
 		s.registerTurnRoutes(r)

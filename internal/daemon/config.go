@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -112,7 +112,7 @@ func settings() []setting {
 			}
 			return nil
 		}},
-		{"key-file", "KURA_KEY_FILE", "Ed25519 signing key file (default <data-dir>/kurad.key)", str(func(c *Config) *string { return &c.KeyFile })},
+		{"key-file", "KURA_KEY_FILE", "Ed25519 signing key file (default: the systemd credential $CREDENTIALS_DIRECTORY/kurad.key when there is one, else <data-dir>/kurad.key)", str(func(c *Config) *string { return &c.KeyFile })},
 		{"debug-addr", "KURA_DEBUG_ADDR", "loopback address for Go's pprof profiles (empty: off)", str(func(c *Config) *string { return &c.DebugAddr })},
 		{"turn-deadline", "KURA_TURN_DEADLINE", "deadline of turns opened without deadline_seconds; kurad closes them as timeout after it", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
@@ -191,7 +191,7 @@ func LoadConfig(args []string, getenv func(string) string, out *os.File) (Config
 		return c, false, ferr
 	}
 	if c.KeyFile == "" {
-		c.KeyFile = filepath.Join(c.DataDir, "kurad.key")
+		c.KeyFile = keys.DefaultPath(c.DataDir, getenv("CREDENTIALS_DIRECTORY"))
 	}
 	err := c.Validate()
 	return c, false, err

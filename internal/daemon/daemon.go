@@ -73,7 +73,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// A stale address file from an earlier run must not mislead anyone
 	// waiting for this one.
 	os.Remove(filepath.Join(cfg.DataDir, AddrFile))
-	key, err := keys.LoadOrCreate(cfg.KeyFile)
+	key, err := keys.Open(cfg.KeyFile, os.Getenv("CREDENTIALS_DIRECTORY"))
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,18 @@ import (
 // key there when the file does not exist. A key file readable by others is
 // refused: a leaked key makes every signature worthless.
 func LoadOrCreate(path string) (ed25519.PrivateKey, error) {
-	b, err := os.ReadFile(path)
+	k, err := read(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return create(path)
+	}
+	return k, err
+}
+
+// read loads an existing key file; a missing one is fs.ErrNotExist.
+func read(path string) (ed25519.PrivateKey, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read key file: %w", err)

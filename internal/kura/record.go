@@ -122,6 +122,25 @@ func ValidTypeName(t string) bool {
 // Validate checks a record input against the vocabulary and the content rules
 // of API.md. field prefixes the names in errors (e.g. "records[3].").
 func (in *RecordInput) Validate(v *Vocabulary, field string) error {
+	if err := in.ValidateEnvelope(v, field); err != nil {
+		return err
+	}
+	if len(in.Content) == 0 {
+		return Invalid(field+"content", "content is required (any JSON value)")
+	}
+	switch in.Type {
+	case "tool.call":
+		return validateToolCall(in.Content, field+"content")
+	case "tool.result":
+		return validateToolResult(in.Content, field+"content")
+	}
+	return nil
+}
+
+// ValidateEnvelope checks everything of a record input but its content:
+// type, author and metadata. A redacted record (an import of one) has no
+// content left to check.
+func (in *RecordInput) ValidateEnvelope(v *Vocabulary, field string) error {
 	if in.Type == "" {
 		return Invalid(field+"type", "type is required")
 	}
@@ -130,9 +149,6 @@ func (in *RecordInput) Validate(v *Vocabulary, field string) error {
 	}
 	if !ValidAuthorID(in.AuthorID) {
 		return Invalid(field+"author_id", "author_id must match ^(user|agent|tool|sys):[A-Za-z0-9._-]{1,64}$")
-	}
-	if len(in.Content) == 0 {
-		return Invalid(field+"content", "content is required (any JSON value)")
 	}
 	if len(in.Metadata) > MaxMetadataEntries {
 		return Invalid(field+"metadata", "metadata has %d entries, at most %d allowed", len(in.Metadata), MaxMetadataEntries)
@@ -144,12 +160,6 @@ func (in *RecordInput) Validate(v *Vocabulary, field string) error {
 		if len(val) > MaxMetadataValue {
 			return Invalid(field+"metadata."+k, "metadata values must be at most %d bytes", MaxMetadataValue)
 		}
-	}
-	switch in.Type {
-	case "tool.call":
-		return validateToolCall(in.Content, field+"content")
-	case "tool.result":
-		return validateToolResult(in.Content, field+"content")
 	}
 	return nil
 }

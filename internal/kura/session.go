@@ -148,12 +148,16 @@ type TurnClose struct {
 
 // SessionVerification is the answer of a session verify.
 type SessionVerification struct {
-	OK                  bool            `json:"ok"`
-	SessionID           string          `json:"session_id"`
-	HeadLedgerID        *string         `json:"head_ledger_id"`
-	HeadHash            *string         `json:"head_hash"`
-	LedgersChecked      int             `json:"ledgers_checked"`
-	RecordsChecked      int             `json:"records_checked"`
+	OK               bool    `json:"ok"`
+	SessionID        string  `json:"session_id"`
+	HeadLedgerID     *string `json:"head_ledger_id"`
+	HeadHash         *string `json:"head_hash"`
+	LedgersChecked   int     `json:"ledgers_checked"`
+	RecordsChecked   int     `json:"records_checked"`
+	HeadMovesChecked int     `json:"head_moves_checked"`
+	// Redacted lists the redacted records met on the chain: their content
+	// is gone by an admin's decision, which is not a mismatch.
+	Redacted            []string        `json:"redacted,omitempty"`
 	ExpectHeadHash      string          `json:"expect_head_hash,omitempty"`
 	ExpectHeadHashFound *bool           `json:"expect_head_hash_found,omitempty"`
 	Problems            []SessionIssue  `json:"problems"`

@@ -136,16 +136,28 @@ func (db *DB) checkImportedRecord(r *kura.Record, f string) (*PreparedRecord, er
 		return nil, err
 	}
 	in := kura.RecordInput{Type: r.Type, Content: r.Content, AuthorID: r.AuthorID, Metadata: r.Meta()}
+	var p *PreparedRecord
 	if r.Redacted {
-		in.Content = []byte("null")
-	}
-	p, err := db.PrepareRecord(&in, f)
-	if err != nil {
-		return nil, err
-	}
-	if r.Redacted {
-		p.ContentHash = r.ContentHash
-		p.Hash = kurahash.RecordHash(r.Type, r.ContentHash, r.AuthorID)
+		// No content is left to check (a redacted tool.call has no
+		// tool_name): the envelope is, and the hashes follow from the
+		// content_hash the record kept.
+		if err := in.ValidateEnvelope(db.cfg.Vocabulary, f); err != nil {
+			return nil, err
+		}
+		if !kura.ValidHash(r.ContentHash) {
+			return nil, kura.Invalid(f+"content_hash", "record %s: content_hash %q is not a lowercase hex SHA-256", r.ID, r.ContentHash)
+		}
+		p = &PreparedRecord{Type: r.Type, ContentHash: r.ContentHash, Hash: kurahash.RecordHash(r.Type, r.ContentHash, r.AuthorID),
+			AuthorID: r.AuthorID, Metadata: in.Metadata, MetadataJSON: kurahash.MetadataJSON(in.Metadata), Project: db.cfg.DefaultProject}
+		p.MetadataHash = kurahash.SumHex(p.MetadataJSON)
+		if pid := in.Metadata["project_id"]; kura.ValidSlug(pid) {
+			p.Project = pid
+		}
+	} else {
+		var err error
+		if p, err = db.PrepareRecord(&in, f); err != nil {
+			return nil, err
+		}
 	}
 	mismatch := func(field, stored, computed string) error {
 		return kura.Invalid(f+field, "record %s: %s %s does not match the recomputed %s", r.ID, field, stored, computed)

@@ -936,6 +936,11 @@ func (tx *Tx) extractTurnMemory(turnID, scope string, recs [][2]string) ([]strin
 				return nil, err
 			}
 			title, summary := extractText(rec.Content)
+			if rec.Redacted {
+				// Redacted while the turn was open: its content is gone
+				// and must not come back through a node.
+				title, summary = "", "(redacted record)"
+			}
 			lc, st, owner := "candidate", "promote", rec.AuthorID
 			in := &kura.NodeInput{Kind: kind, ID: rid, Title: &title, Summary: &summary, Lifecycle: &lc, SourceType: &st,
 				Owner: &owner, DerivedFrom: []string{"record:" + rid}, Reason: "extracted from turn " + turnID}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -300,26 +301,8 @@ func (db *DB) VerifySession(ctx context.Context, sessionID, expectHeadHash strin
 	problem := func(ledger, field, detail string) {
 		v.Problems = append(v.Problems, kura.SessionIssue{LedgerID: ledger, Field: field, Detail: detail})
 	}
-	// The head against the newest signed reflog entry.
-	var rl kura.ReflogEntry
-	err = db.rdb.QueryRowContext(ctx, "SELECT seq, to_ledger_id, head_hash, signature FROM session_reflog WHERE session_id = ? ORDER BY seq DESC LIMIT 1", s.ID).Scan(&rl.Seq, &rl.To, &rl.HeadHash, &rl.Signature)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if s.HeadLedgerID != nil {
-			problem(*s.HeadLedgerID, "reflog", "the session has a head but no signed head move")
-		}
-	case err != nil:
-		return nil, mapErr(err)
-	default:
-		sig, derr := hex.DecodeString(rl.Signature)
-		if derr != nil || !ed25519.Verify(db.pub, kurahash.HeadSigningMessage(s.ID, rl.Seq, rl.HeadHash), sig) {
-			problem(rl.To, "head_signature", "the signature of head move "+itoa(int(rl.Seq))+" does not verify")
-		}
-		if s.HeadLedgerID == nil || *s.HeadLedgerID != rl.To {
-			problem(rl.To, "head", "the head is not the ledger the last signed head move named")
-		} else if s.HeadHash != nil && *s.HeadHash != rl.HeadHash {
-			problem(rl.To, "head_hash", "the head ledger's hash is not the one the last signed head move named")
-		}
+	if err := db.verifyReflog(ctx, s, v, problem); err != nil {
+		return nil, err
 	}
 	found := false
 	seen := map[string]bool{}
@@ -340,6 +323,11 @@ func (db *DB) VerifySession(ctx context.Context, sessionID, expectHeadHash strin
 		}
 		v.LedgersChecked++
 		v.RecordsChecked += lv.RecordsChecked
+		for _, rid := range lv.Redacted {
+			if !slices.Contains(v.Redacted, rid) {
+				v.Redacted = append(v.Redacted, rid)
+			}
+		}
 		if !lv.OK {
 			v.Ledgers = append(v.Ledgers, lv)
 			problem(id, "ledger", "ledger does not verify ("+itoa(len(lv.Mismatches))+" mismatches)")
@@ -365,4 +353,64 @@ func (db *DB) VerifySession(ctx context.Context, sessionID, expectHeadHash strin
 	}
 	v.OK = len(v.Problems) == 0
 	return v, nil
+}
+
+// verifyReflog checks every head move of the session, not only the last:
+// each signature against the store's key, each entry continuing the one
+// before it (seq 1, 2, ...; from = the previous to), each named ledger
+// still having the hash the move signed; and the session's head must be
+// the last move's. A consistent rewrite of the database changes ledger
+// hashes, and no one without the key can sign the moves to them.
+func (db *DB) verifyReflog(ctx context.Context, s *kura.Session, v *kura.SessionVerification, problem func(ledger, field, detail string)) error {
+	rows, err := db.rdb.QueryContext(ctx, `SELECT rl.seq, rl.from_ledger_id, rl.to_ledger_id, rl.head_hash, rl.signature, l.hash
+		FROM session_reflog rl LEFT JOIN ledgers l ON l.id = rl.to_ledger_id WHERE rl.session_id = ? ORDER BY rl.seq`, s.ID)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	var (
+		last    *kura.ReflogEntry
+		wantSeq int64 = 1
+	)
+	for rows.Next() {
+		var e kura.ReflogEntry
+		var from, ledgerHash sql.NullString
+		if err := rows.Scan(&e.Seq, &from, &e.To, &e.HeadHash, &e.Signature, &ledgerHash); err != nil {
+			return mapErr(err)
+		}
+		v.HeadMovesChecked++
+		n := itoa(int(e.Seq))
+		sig, derr := hex.DecodeString(e.Signature)
+		if derr != nil || !ed25519.Verify(db.pub, kurahash.HeadSigningMessage(s.ID, e.Seq, e.HeadHash), sig) {
+			problem(e.To, "head_signature", "the signature of head move "+n+" does not verify")
+		}
+		if e.Seq != wantSeq {
+			problem(e.To, "reflog", "head move "+n+" follows head move "+itoa(int(wantSeq-1))+": a move was removed or inserted")
+		}
+		wantSeq = e.Seq + 1
+		if last != nil && (!from.Valid || from.String != last.To) {
+			problem(e.To, "reflog", "head move "+n+" does not start where head move "+itoa(int(last.Seq))+" ended")
+		}
+		switch {
+		case !ledgerHash.Valid:
+			problem(e.To, "reflog", "the ledger head move "+n+" points at is missing")
+		case ledgerHash.String != e.HeadHash:
+			problem(e.To, "head_hash", "head move "+n+" signed ledger hash "+e.HeadHash+"; the ledger's hash is now "+ledgerHash.String)
+		}
+		last = &e
+	}
+	if err := rows.Err(); err != nil {
+		return mapErr(err)
+	}
+	switch {
+	case last == nil:
+		if s.HeadLedgerID != nil {
+			problem(*s.HeadLedgerID, "reflog", "the session has a head but no signed head move")
+		}
+	case s.HeadLedgerID == nil || *s.HeadLedgerID != last.To:
+		problem(last.To, "head", "the head is not the ledger the last signed head move named")
+	case s.HeadHash != nil && *s.HeadHash != last.HeadHash:
+		problem(last.To, "head_hash", "the head ledger's hash is not the one the last signed head move named")
+	}
+	return nil
 }

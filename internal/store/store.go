@@ -159,6 +159,10 @@ func dsn(path string, role int, sync string) string {
 	q := "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_pragma=temp_store(MEMORY)"
 	switch role {
 	case roleWrite:
+		// secure_delete zeroes what a write frees (a redacted record's
+		// content, a purged answer) instead of leaving it in free space
+		// inside the pages, where it could be read back from the file.
+		q += "&_pragma=secure_delete(ON)"
 		q += "&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=wal_autocheckpoint(0)&_pragma=cache_size(-20000)&_txlock=immediate"
 	case roleRead:
 		q += "&_pragma=query_only(ON)&_pragma=cache_size(-8000)"
