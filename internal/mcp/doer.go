@@ -22,6 +22,11 @@ func (d localDoer) Do(req *http.Request) (*http.Response, error) {
 	// The server side of a request: no scheme or host, the path as sent.
 	req.RequestURI = req.URL.RequestURI()
 	req.RemoteAddr = remoteAddr(req.Context())
+	// The inner request starts clean, like one off the wire: it keeps the
+	// call's cancellation but none of the outer request's context values
+	// (the router's own routing state among them, which would make the
+	// router route the inner request as the outer POST /mcp).
+	req = req.WithContext(valueless{req.Context()})
 	if req.Body == nil {
 		req.Body = http.NoBody
 	}
@@ -42,6 +47,12 @@ func (d localDoer) Do(req *http.Request) (*http.Response, error) {
 		Request:       req,
 	}, nil
 }
+
+// valueless is a context with its parent's deadline and cancellation and
+// no values.
+type valueless struct{ context.Context }
+
+func (valueless) Value(any) any { return nil }
 
 // recorder is the ResponseWriter of an in-process request: the API writes
 // complete answers (no streaming route is a tool), so buffering is enough.

@@ -39,7 +39,7 @@ var resources = []resource{
 	},
 	{
 		template: "kura://scopes/{scope}/nodes/{ref}", name: "memory-node", title: "Memory node",
-		description: "A memory node of a scope by ref (kind:id; the colon may be written %3A), as GET /v1/scopes/{scope}/memory/nodes/{ref} returns it.",
+		description: "A memory node of a scope by ref (kind:id, its colon written %3A as the template expands it), as GET /v1/scopes/{scope}/memory/nodes/{ref} returns it.",
 		route: func(seg []string) (string, bool) {
 			if len(seg) != 4 || seg[0] != "scopes" || seg[2] != "nodes" {
 				return "", false

@@ -133,7 +133,7 @@ type (
 		Type     string            `json:"type,omitempty" jsonschema:"record type"`
 		Content  any               `json:"content,omitempty" jsonschema:"any JSON value"`
 		AuthorID string            `json:"author_id,omitempty" jsonschema:"author identity, e.g. user:oles"`
-		Metadata map[string]string `json:"metadata,omitempty"`
+		Metadata map[string]string `json:"metadata,omitempty" jsonschema:"string to string labels"`
 		RecordID string            `json:"record_id,omitempty" jsonschema:"an existing record's id, instead of a new record"`
 	}
 	memoryRequest struct {
@@ -165,29 +165,29 @@ type (
 		Scope       string            `json:"scope" jsonschema:"the memory scope (a slug); nothing crosses scopes"`
 		Kind        string            `json:"kind" jsonschema:"episode, note, belief, value, goal, drive, relationship, fact, decision, preference, procedure, execution, claim, feedback or trace_pointer"`
 		ID          string            `json:"id,omitempty" jsonschema:"node id (letters, digits, . _ -); omitted: a new UUIDv7. An existing id makes a new version"`
-		Title       *string           `json:"title,omitempty"`
+		Title       *string           `json:"title,omitempty" jsonschema:"a short title (a title hit outranks a summary hit in search)"`
 		Summary     *string           `json:"summary,omitempty" jsonschema:"what the memory says"`
 		Lifecycle   *string           `json:"lifecycle,omitempty" jsonschema:"active, candidate (default), contested, suppressed, archived, retired, blocked or rehydrate_required"`
 		Authority   *string           `json:"authority,omitempty" jsonschema:"verified, trusted, advisory, unknown (default) or rejected"`
 		Confidence  *float64          `json:"confidence,omitempty" jsonschema:"0 to 1 (default 0.5)"`
 		TargetFiles []string          `json:"target_files,omitempty" jsonschema:"files the memory is about"`
-		PayloadRef  *string           `json:"payload_ref,omitempty"`
+		PayloadRef  *string           `json:"payload_ref,omitempty" jsonschema:"where the full payload lives, for memory that must be rehydrated"`
 		Owner       *string           `json:"owner,omitempty" jsonschema:"an identity such as agent:bmo"`
 		SourceType  *string           `json:"source_type,omitempty" jsonschema:"direct_experience (default), promote, inference, told_by_agent, consolidation, revision or unknown"`
 		DerivedFrom []string          `json:"derived_from,omitempty" jsonschema:"refs it derives from: record:<id> or nodes of this scope (kind:id)"`
-		Metadata    map[string]string `json:"metadata,omitempty"`
+		Metadata    map[string]string `json:"metadata,omitempty" jsonschema:"string to string labels"`
 		Reason      string            `json:"reason,omitempty" jsonschema:"kept in the confidence history when confidence changes"`
 		IdemKey     string            `json:"idempotency_key,omitempty" jsonschema:"a retry with the same key returns the first answer and writes nothing"`
 	}
 	memorySearchArgs struct {
 		Scope         string   `json:"scope" jsonschema:"the memory scope"`
 		Q             string   `json:"q,omitempty" jsonschema:"query words, matched against title, summary, target files, id and metadata"`
-		Kind          string   `json:"kind,omitempty"`
-		Lifecycle     string   `json:"lifecycle,omitempty"`
-		Authority     string   `json:"authority,omitempty"`
-		TargetFile    string   `json:"target_file,omitempty"`
-		Owner         string   `json:"owner,omitempty"`
-		MinConfidence *float64 `json:"min_confidence,omitempty"`
+		Kind          string   `json:"kind,omitempty" jsonschema:"only this node kind"`
+		Lifecycle     string   `json:"lifecycle,omitempty" jsonschema:"only this lifecycle (active, candidate, ...)"`
+		Authority     string   `json:"authority,omitempty" jsonschema:"only this authority (verified, trusted, ...)"`
+		TargetFile    string   `json:"target_file,omitempty" jsonschema:"only nodes about this file"`
+		Owner         string   `json:"owner,omitempty" jsonschema:"only nodes owned by this identity"`
+		MinConfidence *float64 `json:"min_confidence,omitempty" jsonschema:"only nodes with at least this confidence (0 to 1)"`
 		Limit         int      `json:"limit,omitempty" jsonschema:"1 to 1000 (default 100)"`
 	}
 	memoryTraceArgs struct {
@@ -205,9 +205,9 @@ type (
 		Query        string   `json:"query,omitempty" jsonschema:"what the agent is about to do; ranks memory by it"`
 		BudgetBytes  int      `json:"budget_bytes,omitempty" jsonschema:"byte budget of the bundle's items (budget is accepted as its alias)"`
 		Budget       int      `json:"budget,omitempty" jsonschema:"alias of budget_bytes"`
-		TargetFiles  []string `json:"target_files,omitempty"`
+		TargetFiles  []string `json:"target_files,omitempty" jsonschema:"rank memory about these files first"`
 		Kinds        []string `json:"kinds,omitempty" jsonschema:"only these node kinds"`
-		MaxPerBucket int      `json:"max_per_bucket,omitempty"`
+		MaxPerBucket int      `json:"max_per_bucket,omitempty" jsonschema:"keep at most this many items per bucket"`
 		AsOf         string   `json:"as_of,omitempty" jsonschema:"RFC 3339 time: compile the memory as it was then"`
 		Redact       *bool    `json:"redact,omitempty" jsonschema:"replace secret-like strings by [REDACTED] (default true)"`
 		IdemKey      string   `json:"idempotency_key,omitempty" jsonschema:"a retry with the same key returns the first answer and writes nothing"`
