@@ -270,6 +270,15 @@ func TestMCP_ToolsMatchHTTP(t *testing.T) {
 	if b1["ref"] != "belief:b1" || b1["version"] != float64(1) {
 		t.Errorf("memory_put: got %v", b1)
 	}
+	// A retry with the same idempotency key is answered from the first
+	// write: no second version.
+	for range 2 {
+		n := m.call("memory_put", map[string]any{"scope": "hashi", "kind": "note", "id": "n1", "summary": "retried",
+			"idempotency_key": "note-n1-once"})
+		if n["version"] != float64(1) {
+			t.Errorf("memory_put with an idempotency key: got version %v, want 1 both times", n["version"])
+		}
+	}
 	same(t, "memory_search vs HTTP", m.call("memory_search", map[string]any{"scope": "hashi", "q": "green", "min_confidence": 0.5}),
 		api.json("GET", "/v1/scopes/hashi/memory/search?q=green&min_confidence=0.5", ""))
 	same(t, "memory_trace vs HTTP", m.call("memory_trace", map[string]any{"scope": "hashi", "ref": "belief:b1", "direction": "backward", "depth": 2}),
