@@ -93,8 +93,8 @@ func openSchema(s *jsonschema.Schema) *jsonschema.Schema {
 	if s == nil {
 		return nil
 	}
-	if s.Type == "object" {
-		s.AdditionalProperties = nil
+	if ap := s.AdditionalProperties; ap != nil && ap.Not != nil {
+		s.AdditionalProperties = nil // a struct's "no other property"
 	}
 	if s.Type == "array" || (s.Type == "object" && len(s.Properties) == 0) {
 		s.Types = []string{"null", s.Type}
@@ -104,6 +104,7 @@ func openSchema(s *jsonschema.Schema) *jsonschema.Schema {
 		openSchema(p)
 	}
 	openSchema(s.Items)
+	openSchema(s.AdditionalProperties)
 	return s
 }
 
