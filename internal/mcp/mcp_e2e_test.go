@@ -464,6 +464,13 @@ func TestMCP_ForwardsAuthorization(t *testing.T) {
 			t.Errorf("inner request: got remote address %q, want the MCP client's", s.remote)
 		}
 	}
+	token.set("Bearer third")
+	if _, err := cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: "kura://scopes/hashi/nodes/belief%3Ab1"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s.auth != "Bearer third" || s.path != "/v1/scopes/hashi/memory/nodes/belief:b1" {
+		t.Errorf("resource read: got Authorization %q on %s", s.auth, s.path)
+	}
 }
 
 // headerRT sets the Authorization of every request it sends.
