@@ -131,6 +131,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 		s.writeError(w, r, kura.Errorf(kura.EMethod, "method %s is not allowed on %s", r.Method, r.URL.Path))
 	})
 	s.registerOpsRoutes(r)
+	s.registerMCPRoutes(r)
 	r.Route("/v1", func(r chi.Router) {
 		s.registerRecordRoutes(r)
 		s.registerRedactRoutes(r)
