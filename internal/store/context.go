@@ -223,7 +223,7 @@ func (db *DB) PreviewContext(ctx context.Context, scope string, req *admission.R
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(b)
+	return admission.Encode(b)
 }
 
 var (
@@ -238,7 +238,7 @@ func (db *DB) CompileContext(ctx context.Context, scope string, req *admission.R
 		return nil, err
 	}
 	b.BundleID = uuid.Must(uuid.NewV7()).String()
-	body, err := json.Marshal(b)
+	body, err := admission.Encode(b)
 	if err != nil {
 		return nil, err
 	}
