@@ -72,13 +72,21 @@ func TestAuth_AuthorBindingAndVisibility(t *testing.T) {
 	if len(sess.Sessions) != 1 || sess.Sessions[0].Project != "alpha" {
 		t.Errorf("sessions for a: %s", b)
 	}
-	var turns struct{ Turns []struct{ SessionID string `json:"session_id"` } }
+	var turns struct {
+		Turns []struct {
+			SessionID string `json:"session_id"`
+		}
+	}
 	_, b = e.do(tRA, "GET", "/v1/turns", "")
 	json.Unmarshal(b, &turns)
 	if len(turns.Turns) != 1 || turns.Turns[0].SessionID != fx.in["sid"] {
 		t.Errorf("turns for a: %s", b)
 	}
-	var recs struct{ Records []struct{ AuthorID string `json:"author_id"` } }
+	var recs struct {
+		Records []struct {
+			AuthorID string `json:"author_id"`
+		}
+	}
 	_, b = e.do(tRA, "GET", "/v1/records", "")
 	json.Unmarshal(b, &recs)
 	for _, r := range recs.Records {
