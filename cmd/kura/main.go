@@ -119,6 +119,7 @@ func commandTable() []command {
 		{"kb delete", "<kb> (<identifier> | --all) [--scope S]", "delete an entry, or every entry of a scope with --all (the history is kept)", setupKBDelete},
 		{"kb stats", "<kb> [--scope S] [--limit N] [--cursor C]", "count a scope's entries and list its identifiers", setupKBStats},
 		{"kb history", "<kb> <identifier> [--scope S] [--limit N] [--cursor C]", "list every version of an identifier, deletes included", setupKBHistory},
+		{"token new", "[--identity agent:x] [--role reader|writer|admin] [--scopes a,b|*] [--projects p|*]", "print a fresh random token once and the tokens file line holding its SHA-256", setupTokenNew},
 		{"export", "<session> --format=git|jsonl [--out FILE]", "export a session's ledgers and records as a git fast-import stream or JSON lines", setupExport},
 		{"import", "[FILE | -]", "import a JSON lines export (kura export --format=jsonl) into kurad", setupImport},
 		{"events", "[--after N] [--limit N] [--type T]... [--project P] [--follow]", "list events after a seq, or follow them as they commit (--follow)", setupEvents},

@@ -44,8 +44,17 @@ func run() int {
 		m.Logger.Error("kurad failed to start", "err", err)
 		return 1
 	}
+	// SIGHUP reloads the tokens file; a bad file keeps the tokens in force.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			m.ReloadTokens()
+		}
+	}()
 	<-ctx.Done()
 	stop()
+	signal.Stop(hup)
 
 	// A second signal means "now": skip the graceful path.
 	again := make(chan os.Signal, 1)

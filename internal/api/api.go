@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -61,6 +62,7 @@ type Store interface {
 	KBStore
 	AdminStore
 	RedactStore
+	AccessStore
 	LastEventSeq() int64
 	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
 	EventsChanged() <-chan struct{}
@@ -92,6 +94,13 @@ type Config struct {
 	// TurnDeadline is the deadline of turns opened without deadline_seconds.
 	TurnDeadline time.Duration
 	Doorbell     Doorbell // nil: no publisher (tests of the API alone)
+	// Tokens, when set, makes every call but /healthz and /readyz present
+	// a bearer token it holds (auth.go); nil is the tokenless mode, where
+	// every caller is auth.Local. RateLimit (requests/s, 0: off) and
+	// RateBurst bound each token identity.
+	Tokens    *auth.Table
+	RateLimit float64
+	RateBurst int
 }
 
 // Server is the HTTP API.
@@ -103,6 +112,7 @@ type Server struct {
 	started time.Time
 	metrics *httpMetrics
 	router  chi.Router
+	limiter *limiter
 
 	closing   chan struct{} // closed by CloseStreams at shutdown
 	closeOnce sync.Once
@@ -116,7 +126,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
 	}
-	s := &Server{cfg: cfg, store: store, bus: bus, log: cfg.Logger, started: time.Now(), closing: make(chan struct{})}
+	s := &Server{cfg: cfg, store: store, bus: bus, log: cfg.Logger, started: time.Now(), closing: make(chan struct{}), limiter: newLimiter(cfg.RateLimit, cfg.RateBurst)}
 	if cfg.Registry != nil {
 		s.metrics = newHTTPMetrics(cfg.Registry)
 	}
@@ -124,6 +134,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	r.Use(middleware.RequestID)
 	r.Use(s.observe)
 	r.Use(s.recoverer)
+	r.Use(s.authenticate)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, kura.Errorf(kura.ENotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})

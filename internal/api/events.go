@@ -116,6 +116,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	restrictEvents(r, &f)
 	wait, err := parseWait(q.Get("wait"))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -181,6 +182,7 @@ func (s *Server) handleEventStream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	restrictEvents(r, &f)
 	if q.Get("after") == "" {
 		if v := r.Header.Get("Last-Event-ID"); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)

@@ -49,7 +49,7 @@ func (s *Server) handleSessionList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	list, next, err := s.store.ListSessions(r.Context(), project, after, limit)
+	list, next, err := s.listSessions(r, project, after, limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -119,7 +119,7 @@ func (s *Server) handleTurnList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	list, next, err := s.store.ListTurns(r.Context(), sid, state, after, limit)
+	list, next, err := s.listTurns(r, sid, state, after, limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
 )
@@ -35,6 +36,14 @@ type Config struct {
 	DebugAddr       string
 	TurnDeadline    time.Duration
 	ConfigFile      string
+	// TokensFile names the tokens file (auth.ParseTokens); empty means the
+	// tokenless loopback mode. RateLimit (requests/s per token identity, 0:
+	// off) and RateBurst bound each caller.
+	TokensFile string
+	RateLimit  float64
+	RateBurst  int
+	// tokenCount is what Validate found in TokensFile.
+	tokenCount int
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.
@@ -53,6 +62,8 @@ func DefaultConfig() Config {
 		DefaultProject:  "default",
 		ShutdownTimeout: 15 * time.Second,
 		TurnDeadline:    10 * time.Minute,
+		RateLimit:       200,
+		RateBurst:       400,
 	}
 }
 
@@ -122,6 +133,16 @@ func settings() []setting {
 			c.TurnDeadline = d
 			return nil
 		}},
+		{"tokens-file", "KURA_TOKENS_FILE", "tokens file: one '<sha256 hex> <identity> <role> <scopes> <projects>' a line (kura token new); reloaded on SIGHUP; empty: tokenless loopback mode", str(func(c *Config) *string { return &c.TokensFile })},
+		{"rate-limit", "KURA_RATE_LIMIT", "requests per second allowed to each token identity (0 turns the limit off)", func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return fmt.Errorf("rate-limit: %q is not a number", v)
+			}
+			c.RateLimit = f
+			return nil
+		}},
+		{"rate-burst", "KURA_RATE_BURST", "requests a token identity may send at once above rate-limit", integer("rate-burst", func(c *Config) *int { return &c.RateBurst })},
 		{"shutdown-timeout", "KURA_SHUTDOWN_TIMEOUT", "how long a graceful shutdown may take", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -240,12 +261,23 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("data-dir: must not be empty")
 	}
+	c.tokenCount = 0
+	if c.TokensFile != "" {
+		es, err := auth.LoadTokensFile(c.TokensFile)
+		if err != nil {
+			return fmt.Errorf("tokens-file: %w", err)
+		}
+		c.tokenCount = len(es)
+	}
 	addrs := [][2]string{{"http-addr", c.HTTPAddr}, {"nats-addr", c.NATSAddr}}
 	if c.DebugAddr != "" {
 		addrs = append(addrs, [2]string{"debug-addr", c.DebugAddr})
 	}
 	for _, na := range addrs {
 		name, a := na[0], na[1]
+		// pprof has no authentication, so it stays on loopback whatever
+		// the tokens; the API and NATS may leave it once tokens exist.
+		loopbackOnly := !c.TokensConfigured() || name == "debug-addr"
 		host, port, err := net.SplitHostPort(a)
 		if err != nil {
 			return fmt.Errorf("%s: %q is not host:port", name, a)
@@ -258,8 +290,11 @@ func (c *Config) Validate() error {
 		}
 		// Without tokens every caller is the local admin, which is only
 		// safe while nobody but this host can connect.
-		if !isLoopback(host) {
-			return fmt.Errorf("%s: %s is not a loopback address; without tokens kurad serves anonymous callers with full rights, so it listens on loopback only (127.0.0.1, ::1 or localhost)", name, host)
+		if loopbackOnly && name == "debug-addr" && !isLoopback(host) {
+			return fmt.Errorf("%s: %s is not a loopback address; the profiler has no authentication, so it listens on loopback only", name, host)
+		}
+		if loopbackOnly && !isLoopback(host) {
+			return fmt.Errorf("%s: %s is not a loopback address; without tokens (a --tokens-file holding at least one token) kurad serves anonymous callers with full rights, so it listens on loopback only (127.0.0.1, ::1 or localhost)", name, host)
 		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
@@ -295,11 +330,22 @@ func (c *Config) Validate() error {
 	if c.TurnDeadline < time.Second || c.TurnDeadline > 7*24*time.Hour {
 		return fmt.Errorf("turn-deadline: %s is outside 1s..168h", c.TurnDeadline)
 	}
+	if c.RateLimit < 0 || c.RateLimit > 1e6 {
+		return fmt.Errorf("rate-limit: %g is outside 0..1000000 requests/s", c.RateLimit)
+	}
+	if c.RateLimit > 0 && (c.RateBurst < 1 || c.RateBurst > 1e6) {
+		return fmt.Errorf("rate-burst: %d is outside 1..1000000", c.RateBurst)
+	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown-timeout: must be positive")
 	}
 	return nil
 }
+
+// TokensConfigured reports whether callers must present a token: a tokens
+// file is set and, when Validate read it, held at least one token. An
+// empty file is the tokenless mode, not a daemon nobody can call.
+func (c *Config) TokensConfigured() bool { return c.TokensFile != "" && c.tokenCount > 0 }
 
 func parseLevel(s string) (slog.Level, error) {
 	var l slog.Level

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/api"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/bus"
 	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
@@ -43,6 +44,7 @@ type Main struct {
 	debug    *http.Server
 	stopDog  context.CancelFunc
 	dogDone  chan struct{}
+	tokens   *auth.Table // nil: tokenless mode
 }
 
 // NewMain returns an unstarted daemon.
@@ -107,6 +109,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.doorbell.Start(ctx); err != nil {
 		return err
 	}
+	if err := m.loadTokens(); err != nil {
+		return err
+	}
 	reg := newRegistry(m.store, dbPath, m.doorbell, m.bus)
 	srv := api.New(api.Config{
 		Version:       m.Version,
@@ -117,6 +122,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Registry:      reg,
 		TurnDeadline:  cfg.TurnDeadline,
 		Doorbell:      m.doorbell,
+		Tokens:        m.tokens,
+		RateLimit:     cfg.RateLimit,
+		RateBurst:     cfg.RateBurst,
 	}, m.store, m.bus)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

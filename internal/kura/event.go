@@ -79,6 +79,12 @@ type EventFilter struct {
 	Limit   int
 	Types   []string
 	Project string
+	// Restricted limits the feed to what a caller may see: project events
+	// of Projects, memory and context events (whose project is their
+	// scope) of Scopes. A list holding "*" allows all.
+	Restricted bool
+	Projects   []string
+	Scopes     []string
 }
 
 // EventPage is one answer of the event feed. NextAfter is the seq to pass as

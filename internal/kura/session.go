@@ -12,6 +12,10 @@ type Session struct {
 	CreatedAt    string  `json:"created_at"`
 	UpdatedAt    string  `json:"updated_at"`
 	OpenTurnID   *string `json:"open_turn_id,omitempty"`
+	// CreatedBy is the identity that created the session (null for
+	// sessions older than schema 6 or imported); with admins, it may move
+	// the head by hand.
+	CreatedBy *string `json:"created_by"`
 }
 
 // SessionInput creates a session; FromLedgerID forks from a ledger.

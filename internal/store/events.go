@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,10 +31,18 @@ func (db *DB) ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPa
 	upper := last
 	var q strings.Builder
 	q.WriteString("SELECT seq, id, type, project, subject, refs, created_at FROM events WHERE seq > ? AND seq <= ?")
-	if len(f.Types) > 0 || f.Project != "" {
+	if len(f.Types) > 0 || f.Project != "" || f.Restricted {
 		upper = min(last, f.After+eventScanWindow)
 	}
 	args := []any{f.After, upper}
+	if f.Restricted {
+		// Memory and context events carry their scope in the project
+		// column; everything else a project.
+		q.WriteString(` AND (CASE WHEN type LIKE 'memory.%' OR type LIKE 'context.%'
+			THEN ? OR project IN (SELECT value FROM json_each(?))
+			ELSE ? OR project IN (SELECT value FROM json_each(?)) END)`)
+		args = append(args, slices.Contains(f.Scopes, "*"), projectsJSON(f.Scopes), slices.Contains(f.Projects, "*"), projectsJSON(f.Projects))
+	}
 	if f.Project != "" {
 		q.WriteString(" AND project = ?")
 		args = append(args, f.Project)

@@ -10,18 +10,19 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/kurahash"
 )
 
-const sessionCols = "s.id, s.project, s.name, s.scope, s.head_ledger_id, l.hash, s.created_at, s.updated_at, (SELECT t.id FROM turns t WHERE t.session_id = s.id AND t.state = 'open')"
+const sessionCols = "s.id, s.project, s.name, s.scope, s.head_ledger_id, l.hash, s.created_at, s.updated_at, (SELECT t.id FROM turns t WHERE t.session_id = s.id AND t.state = 'open'), s.created_by"
 
 const sessionFrom = " FROM sessions s LEFT JOIN ledgers l ON l.id = s.head_ledger_id"
 
 func scanSession(row rowScanner) (*kura.Session, error) {
 	var s kura.Session
-	var head, hash, open sql.NullString
-	if err := row.Scan(&s.ID, &s.Project, &s.Name, &s.Scope, &head, &hash, &s.CreatedAt, &s.UpdatedAt, &open); err != nil {
+	var head, hash, open, by sql.NullString
+	if err := row.Scan(&s.ID, &s.Project, &s.Name, &s.Scope, &head, &hash, &s.CreatedAt, &s.UpdatedAt, &open, &by); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, kura.Errorf(kura.ENotFound, "session not found")
 		}
@@ -32,6 +33,9 @@ func scanSession(row rowScanner) (*kura.Session, error) {
 	}
 	if open.Valid {
 		s.OpenTurnID = &open.String
+	}
+	if by.Valid {
+		s.CreatedBy = &by.String
 	}
 	return &s, nil
 }
@@ -89,8 +93,9 @@ func (db *DB) CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.S
 		}
 		id := uuid.Must(uuid.NewV7()).String()
 		now := tx.NowString()
-		if _, err := tx.Exec("INSERT INTO sessions(id, project, name, scope, created_at, updated_at) VALUES(?,?,?,?,?,?)",
-			id, in.Project, in.Name, in.Scope, now, now); err != nil {
+		creator := auth.FromContext(ctx).Identity
+		if _, err := tx.Exec("INSERT INTO sessions(id, project, name, scope, created_at, updated_at, created_by) VALUES(?,?,?,?,?,?,?)",
+			id, in.Project, in.Name, in.Scope, now, now, creator); err != nil {
 			return err
 		}
 		if err := tx.AddEvent("session.created", in.Project, map[string]string{"session_id": id}); err != nil {

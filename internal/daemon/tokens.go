@@ -1,0 +1,57 @@
+package daemon
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/kura-memory/kura/internal/auth"
+)
+
+// loadTokens reads the tokens file at start. A file with at least one
+// token makes kurad require tokens for its whole run; none (no file, or
+// an empty one) is the tokenless mode, which only a loopback-only kurad
+// may run in.
+func (m *Main) loadTokens() error {
+	path := m.Config.TokensFile
+	if path == "" {
+		return nil
+	}
+	es, err := auth.LoadTokensFile(path)
+	if err != nil {
+		return err
+	}
+	if len(es) == 0 {
+		// Validate checked this too, but the file may have changed since.
+		for _, a := range []string{m.Config.HTTPAddr, m.Config.NATSAddr} {
+			if host, _, err := net.SplitHostPort(a); err != nil || !isLoopback(host) {
+				return fmt.Errorf("tokens file %s holds no token, and %s is not a loopback address: without tokens kurad listens on loopback only", path, a)
+			}
+		}
+		m.Logger.Warn("tokens file holds no token: tokenless loopback mode, every caller is user:local (add tokens and restart to require them)", "tokens_file", path)
+		return nil
+	}
+	m.tokens = auth.NewTable(es)
+	m.Logger.Info("tokens loaded", "tokens_file", path, "tokens", len(es))
+	return nil
+}
+
+// ReloadTokens reads the tokens file again (SIGHUP) and swaps it in: the
+// next request is checked against the new file, so a removed line revokes
+// its token at once. A file that does not parse changes nothing. A kurad
+// started without tokens stays tokenless until restarted. An empty file in
+// token mode is taken as it is: every call is then refused.
+func (m *Main) ReloadTokens() error {
+	if m.tokens == nil {
+		err := fmt.Errorf("kurad runs without tokens; restart it to start requiring them")
+		m.Logger.Warn("tokens not reloaded", "err", err)
+		return err
+	}
+	es, err := auth.LoadTokensFile(m.Config.TokensFile)
+	if err != nil {
+		m.Logger.Error("tokens not reloaded; the previous tokens stay in force", "err", err)
+		return err
+	}
+	m.tokens.Replace(es)
+	m.Logger.Info("tokens reloaded", "tokens_file", m.Config.TokensFile, "tokens", len(es))
+	return nil
+}

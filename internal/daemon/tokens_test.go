@@ -1,0 +1,56 @@
+package daemon_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kura-memory/kura/internal/auth"
+	"github.com/kura-memory/kura/internal/daemon"
+)
+
+// TestConfig_Tokens: a public address needs a tokens file holding a token;
+// the profiler stays on loopback whatever the tokens.
+func TestConfig_Tokens(t *testing.T) {
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one")
+	os.WriteFile(one, []byte(auth.HashToken("t")+" agent:a writer * *\n"), 0o600)
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, []byte("# none\n"), 0o600)
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // "" accepted, else a substring of the error
+	}{
+		{"public http with a token", []string{"--http-addr", "0.0.0.0:7700", "--tokens-file", one}, nil, ""},
+		{"public nats with a token from env", []string{"--nats-addr", "0.0.0.0:4222"}, map[string]string{"KURA_TOKENS_FILE": one}, ""},
+		{"public http, empty tokens file", []string{"--http-addr", "0.0.0.0:7700", "--tokens-file", empty}, nil, "without tokens"},
+		{"public nats, no tokens", []string{"--nats-addr", "0.0.0.0:4222"}, nil, "nats-addr"},
+		{"public debug with a token", []string{"--debug-addr", "0.0.0.0:6060", "--tokens-file", one}, nil, "debug-addr"},
+		{"missing tokens file", []string{"--tokens-file", filepath.Join(dir, "absent")}, nil, "tokens-file"},
+		{"rate limit negative", []string{"--rate-limit=-1"}, nil, "rate-limit"},
+		{"rate limit not a number", []string{"--rate-limit", "fast"}, nil, "rate-limit"},
+		{"rate burst zero", []string{"--rate-burst", "0"}, nil, "rate-burst"},
+		{"rate limit off, burst zero", []string{"--rate-limit", "0", "--rate-burst", "0"}, nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, err := daemon.LoadConfig(tc.args, env(tc.env), devNull(t))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q (config %+v)", err, tc.want, c)
+			}
+		})
+	}
+	c, _, err := daemon.LoadConfig(nil, env(nil), devNull(t))
+	if err != nil || c.RateLimit != 200 || c.RateBurst != 400 || c.TokensConfigured() {
+		t.Fatalf("defaults %v %+v", err, c)
+	}
+}
