@@ -61,9 +61,11 @@ var accessRules = map[string]accessRule{
 	"GET /v1/records":                {role: auth.RoleReader, check: checkRecordList},
 	"GET /v1/records/by-hash/{hash}": {role: auth.RoleReader, check: checkRecordHash},
 	"GET /v1/records/{id}":           {role: auth.RoleReader, check: recordParam("id")},
-	// Reserved for the redaction route: admin, and the record must be
-	// visible to the caller.
+	// Redaction: admin, and the record must be visible to the caller.
 	"POST /v1/records/{id}/redact": {role: auth.RoleAdmin, check: recordParam("id")},
+	// MCP: any valid token; every tool call is a request to the routes
+	// here, carrying the same token, and is checked again as such.
+	"POST /mcp": {role: auth.RoleReader},
 
 	"POST /v1/ledgers":                       {role: auth.RoleWriter, check: needAllProjects("free-standing ledgers (POST /v1/ledgers)")},
 	"GET /v1/ledgers/{id}":                   {role: auth.RoleReader, check: ledgerParams("id")},
