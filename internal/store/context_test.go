@@ -328,3 +328,36 @@ func TestContext_KeptScopeReadFollowsEveryChange(t *testing.T) {
 		}
 	}
 }
+
+// A large bundle is kept gzipped and still comes back byte for byte.
+func TestContext_LargeBundleKeptPackedReturnsSameBytes(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	var ins []kura.NodeInput
+	for i := range 600 {
+		ins = append(ins, kura.NodeInput{Kind: "fact", ID: "f" + itoa(i), Summary: ptr("deploy note " + itoa(i)), Lifecycle: ptr("active"), Authority: ptr("trusted")})
+	}
+	if _, err := db.PutNodes(ctx, "s", ins); err != nil {
+		t.Fatal(err)
+	}
+	body, err := db.CompileContext(ctx, "s", &admission.Request{Query: "deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(body) < 64<<10 {
+		t.Fatalf("the bundle is %d bytes; the test needs one above the packing threshold", len(body))
+	}
+	var b bundle
+	json.Unmarshal(body, &b)
+	got, err := db.GetBundle(ctx, "s", b.BundleID)
+	if err != nil || string(got) != string(body) {
+		t.Fatalf("stored bundle differs (%d vs %d bytes, %v)", len(got), len(body), err)
+	}
+	var stored []byte
+	if err := rawDB(t, db.Path()).QueryRow("SELECT body FROM context_bundles WHERE id = ?", b.BundleID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) < 2 || stored[0] != 0x1f || stored[1] != 0x8b || len(stored) > len(body)/4 {
+		t.Errorf("kept %d bytes for a %d-byte bundle, starting %q; want a gzip stream", len(stored), len(body), stored[:min(8, len(stored))])
+	}
+}
