@@ -35,6 +35,7 @@ type Config struct {
 	DebugAddr       string
 	TurnDeadline    time.Duration
 	ConfigFile      string
+	StartupCheck    string // quick, full or off: the database check before serving
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.
@@ -53,6 +54,7 @@ func DefaultConfig() Config {
 		DefaultProject:  "default",
 		ShutdownTimeout: 15 * time.Second,
 		TurnDeadline:    10 * time.Minute,
+		StartupCheck:    "quick",
 	}
 }
 
@@ -122,6 +124,7 @@ func settings() []setting {
 			c.TurnDeadline = d
 			return nil
 		}},
+		{"startup-check", "KURA_STARTUP_CHECK", "database check before serving: quick (every page), full (and every index) or off (huge databases)", str(func(c *Config) *string { return &c.StartupCheck })},
 		{"shutdown-timeout", "KURA_SHUTDOWN_TIMEOUT", "how long a graceful shutdown may take", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -294,6 +297,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TurnDeadline < time.Second || c.TurnDeadline > 7*24*time.Hour {
 		return fmt.Errorf("turn-deadline: %s is outside 1s..168h", c.TurnDeadline)
+	}
+	if c.StartupCheck != "quick" && c.StartupCheck != "full" && c.StartupCheck != "off" {
+		return fmt.Errorf("startup-check: %q is not quick, full or off", c.StartupCheck)
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown-timeout: must be positive")

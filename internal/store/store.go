@@ -50,6 +50,9 @@ type Config struct {
 	// SweepInterval is how often expired turns are closed (and stale
 	// idempotency keys dropped).
 	SweepInterval time.Duration
+	// StartupCheck is the consistency check Open runs before serving:
+	// StartupCheckQuick (default), StartupCheckFull or StartupCheckOff.
+	StartupCheck string
 }
 
 // CommitHook receives the events of every committed transaction, in seq
@@ -89,6 +92,8 @@ type DB struct {
 
 	written  [numWrittenKinds]atomic.Int64   // writes committed since Open, by kind
 	batchObs atomic.Pointer[[]BatchObserver] // copy-on-write under hookMu
+
+	storageTrouble atomic.Pointer[string] // why the last write failed at the storage; nil after a commit
 
 	walFrames     atomic.Int64 // frames not yet checkpointed at the last checkpoint
 	sinceCkpt     int          // commits since the last kick (writer only)
@@ -188,6 +193,10 @@ func (db *DB) Open(ctx context.Context) error {
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
 	db.wdb = wdb
+	if err := startupCheck(ctx, wdb, db.cfg.StartupCheck); err != nil {
+		wdb.Close()
+		return err
+	}
 	if err := db.migrate(ctx); err != nil {
 		wdb.Close()
 		return err
@@ -419,6 +428,10 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
+// msgStorageFailing answers writes and reads that hit an I/O error or a
+// damaged page: the request may be fine, the disk is not.
+const msgStorageFailing = "storage is failing"
+
 // mapErr turns SQLite failures into Kura errors by result code (never by
 // message text). Errors already carrying a Kura code pass through.
 func mapErr(err error) error {
@@ -436,11 +449,11 @@ func mapErr(err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_FULL:
-			return &kura.Error{Code: kura.EStorageFull, Message: "the disk is full; writes are refused until space is freed"}
+			return errStorageFull()
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return &kura.Error{Code: kura.EUnavailable, Message: "the database is busy; retry"}
 		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
-			return &kura.Error{Code: kura.EUnavailable, Message: "storage is failing"}
+			return &kura.Error{Code: kura.EUnavailable, Message: msgStorageFailing}
 		}
 	}
 	return err
