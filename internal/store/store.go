@@ -53,6 +53,9 @@ type Config struct {
 	// StartupCheck is the consistency check Open runs before serving:
 	// StartupCheckQuick (default), StartupCheckFull or StartupCheckOff.
 	StartupCheck string
+	// WALTruncateFrames is the WAL length in frames past which the writer
+	// truncates it between batches (0: walTruncateFrames).
+	WALTruncateFrames int
 }
 
 // CommitHook receives the events of every committed transaction, in seq
@@ -96,6 +99,9 @@ type DB struct {
 	storageTrouble atomic.Pointer[string] // why the last write failed at the storage; nil after a commit
 
 	walFrames     atomic.Int64 // frames not yet checkpointed at the last checkpoint
+	walLog        atomic.Int64 // frames in the WAL at the last checkpoint
+	ckptMu        sync.Mutex   // one checkpoint at a time: SQLite refuses a second at once
+	walRetryAt    time.Time    // when the writer may try to truncate the WAL again (writer only)
 	sinceCkpt     int          // commits since the last kick (writer only)
 	lastBatch     int          // size of the previous batch (writer only)
 	savepointMode int          // batches left to run with savepoints (writer only)
@@ -142,6 +148,9 @@ func New(cfg Config) *DB {
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = time.Second
+	}
+	if cfg.WALTruncateFrames <= 0 {
+		cfg.WALTruncateFrames = walTruncateFrames
 	}
 	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1), evCh: make(chan struct{})}
 }
@@ -479,12 +488,15 @@ func (db *DB) checkpointer() {
 		case <-db.ckptKick:
 		}
 		var busy, logFrames, done int
+		db.ckptMu.Lock()
 		err := db.cdb.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &done)
+		db.ckptMu.Unlock()
 		if err != nil {
 			db.log.Warn("checkpoint", "err", err)
 			continue
 		}
 		db.walFrames.Store(int64(logFrames - done))
+		db.walLog.Store(int64(logFrames))
 	}
 }
 

@@ -192,6 +192,7 @@ func (db *DB) writer() {
 		db.linger(&batch)
 		db.commit(batch)
 		db.lastBatch = len(batch)
+		db.truncateWAL()
 	}
 }
 
