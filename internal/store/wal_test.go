@@ -75,4 +75,3 @@ func TestWAL_BoundedUnderSustainedWrites(t *testing.T) {
 	}
 	t.Logf("%d records written, WAL truncated %d times, max %d KiB", written.Load(), truncations, maxWAL>>10)
 }
-
