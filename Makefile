@@ -7,7 +7,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin
 FUZZTIME ?= 30s
 
-.PHONY: all run build test check vet fmt-check cross smoke-cross dist install fuzz fuzz-ci bench bench-quick clean
+.PHONY: all run build test check vet fmt-check cross smoke-cross dist install fuzz fuzz-ci bench bench-quick reliability soak clean
 
 all: build
 
@@ -94,6 +94,17 @@ bench:
 
 bench-quick:
 	$(GO) run ./bench/cmd/kurabench -quick
+
+## reliability: the fault-injection suite's long runs against the kurad binary
+## (50 SIGKILL cycles under mixed load, disk full, NATS cut, corruption,
+## hostile input); the quick cases run in make test
+reliability:
+	$(GO) test -tags reliability -count=1 -v -timeout 60m ./reliability/
+
+## soak: sustained mixed load at 70% of the measured maximum on loopback
+## (SOAK_DURATION, default 10m); writes the soak key of bench/results.json
+soak:
+	$(GO) run ./bench/cmd/kurasoak
 
 clean:
 	rm -rf $(BIN) $(DIST)

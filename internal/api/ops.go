@@ -36,6 +36,15 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		ok = false
 	}
 	status := "ready"
+	// A full or failing disk refuses writes (507/503) while reads go on, so
+	// kurad stays ready for readers and says why writes fail.
+	if sh, ok := s.store.(interface{ StorageHealth() string }); ok {
+		checks["storage"] = "ok"
+		if h := sh.StorageHealth(); h != "" {
+			checks["storage"] = h
+			status = "degraded"
+		}
+	}
 	if d := s.cfg.Doorbell; d != nil {
 		// SQLite is the truth and the outbox keeps every event, so a stalled
 		// doorbell degrades kurad without making it unready for writes.

@@ -89,6 +89,10 @@ func (b *Bus) Addr() string {
 // Running reports whether the server accepts connections.
 func (b *Bus) Running() bool { return b.srv != nil && b.srv.Running() }
 
+// Server is the embedded server, for in-process tests that inject faults
+// (dropping a client's connection); nil when not running.
+func (b *Bus) Server() *server.Server { return b.srv }
+
 // NumClients is the number of connected NATS clients.
 func (b *Bus) NumClients() int {
 	if b.srv == nil {

@@ -44,6 +44,7 @@ type Config struct {
 	RateBurst  int
 	// tokenCount is what Validate found in TokensFile.
 	tokenCount int
+	StartupCheck    string // quick, full or off: the database check before serving
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.
@@ -64,6 +65,7 @@ func DefaultConfig() Config {
 		TurnDeadline:    10 * time.Minute,
 		RateLimit:       200,
 		RateBurst:       400,
+		StartupCheck:    "quick",
 	}
 }
 
@@ -143,6 +145,7 @@ func settings() []setting {
 			return nil
 		}},
 		{"rate-burst", "KURA_RATE_BURST", "requests a token identity may send at once above rate-limit", integer("rate-burst", func(c *Config) *int { return &c.RateBurst })},
+		{"startup-check", "KURA_STARTUP_CHECK", "database check before serving: quick (every page), full (and every index) or off (huge databases)", str(func(c *Config) *string { return &c.StartupCheck })},
 		{"shutdown-timeout", "KURA_SHUTDOWN_TIMEOUT", "how long a graceful shutdown may take", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -335,6 +338,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RateLimit > 0 && (c.RateBurst < 1 || c.RateBurst > 1e6) {
 		return fmt.Errorf("rate-burst: %d is outside 1..1000000", c.RateBurst)
+	}
+	if c.StartupCheck != "quick" && c.StartupCheck != "full" && c.StartupCheck != "off" {
+		return fmt.Errorf("startup-check: %q is not quick, full or off", c.StartupCheck)
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown-timeout: must be positive")

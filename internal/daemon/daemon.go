@@ -91,6 +91,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Vocabulary:     vocab,
 		Signer:         key,
 		Logger:         m.Logger.With("component", "store"),
+		StartupCheck:   cfg.StartupCheck,
 	})
 	if err := m.store.Open(ctx); err != nil {
 		return err
@@ -187,6 +188,10 @@ func (m *Main) NATSAddr() string {
 
 // Store exposes the store to in-process tests.
 func (m *Main) Store() *store.DB { return m.store }
+
+// Bus exposes the embedded NATS server to in-process tests (fault
+// injection: dropping the doorbell's connection).
+func (m *Main) Bus() *bus.Bus { return m.bus }
 
 func (m *Main) writeAddrFile() error {
 	b, _ := json.Marshal(map[string]string{"http": m.HTTPAddr(), "nats": m.NATSAddr()})

@@ -50,6 +50,12 @@ type Config struct {
 	// SweepInterval is how often expired turns are closed (and stale
 	// idempotency keys dropped).
 	SweepInterval time.Duration
+	// StartupCheck is the consistency check Open runs before serving:
+	// StartupCheckQuick (default), StartupCheckFull or StartupCheckOff.
+	StartupCheck string
+	// WALTruncateFrames is the WAL length in frames past which the writer
+	// truncates it between batches (0: walTruncateFrames).
+	WALTruncateFrames int
 }
 
 // CommitHook receives the events of every committed transaction, in seq
@@ -93,7 +99,12 @@ type DB struct {
 	written  [numWrittenKinds]atomic.Int64   // writes committed since Open, by kind
 	batchObs atomic.Pointer[[]BatchObserver] // copy-on-write under hookMu
 
+	storageTrouble atomic.Pointer[string] // why the last write failed at the storage; nil after a commit
+
 	walFrames     atomic.Int64 // frames not yet checkpointed at the last checkpoint
+	walLog        atomic.Int64 // frames in the WAL at the last checkpoint
+	ckptMu        sync.Mutex   // one checkpoint at a time: SQLite refuses a second at once
+	walRetryAt    time.Time    // when the writer may try to truncate the WAL again (writer only)
 	sinceCkpt     int          // commits since the last kick (writer only)
 	lastBatch     int          // size of the previous batch (writer only)
 	savepointMode int          // batches left to run with savepoints (writer only)
@@ -140,6 +151,9 @@ func New(cfg Config) *DB {
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = time.Second
+	}
+	if cfg.WALTruncateFrames <= 0 {
+		cfg.WALTruncateFrames = walTruncateFrames
 	}
 	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1), evCh: make(chan struct{})}
 }
@@ -195,6 +209,10 @@ func (db *DB) Open(ctx context.Context) error {
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
 	db.wdb = wdb
+	if err := startupCheck(ctx, wdb, db.cfg.StartupCheck); err != nil {
+		wdb.Close()
+		return err
+	}
 	if err := db.migrate(ctx); err != nil {
 		wdb.Close()
 		return err
@@ -427,6 +445,10 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
+// msgStorageFailing answers writes and reads that hit an I/O error or a
+// damaged page: the request may be fine, the disk is not.
+const msgStorageFailing = "storage is failing"
+
 // mapErr turns SQLite failures into Kura errors by result code (never by
 // message text). Errors already carrying a Kura code pass through.
 func mapErr(err error) error {
@@ -444,11 +466,11 @@ func mapErr(err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_FULL:
-			return &kura.Error{Code: kura.EStorageFull, Message: "the disk is full; writes are refused until space is freed"}
+			return errStorageFull()
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return &kura.Error{Code: kura.EUnavailable, Message: "the database is busy; retry"}
 		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
-			return &kura.Error{Code: kura.EUnavailable, Message: "storage is failing"}
+			return &kura.Error{Code: kura.EUnavailable, Message: msgStorageFailing}
 		}
 	}
 	return err
@@ -474,12 +496,15 @@ func (db *DB) checkpointer() {
 		case <-db.ckptKick:
 		}
 		var busy, logFrames, done int
+		db.ckptMu.Lock()
 		err := db.cdb.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &done)
+		db.ckptMu.Unlock()
 		if err != nil {
 			db.log.Warn("checkpoint", "err", err)
 			continue
 		}
 		db.walFrames.Store(int64(logFrames - done))
+		db.walLog.Store(int64(logFrames))
 	}
 }
 

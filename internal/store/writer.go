@@ -192,6 +192,7 @@ func (db *DB) writer() {
 		db.linger(&batch)
 		db.commit(batch)
 		db.lastBatch = len(batch)
+		db.truncateWAL()
 	}
 }
 
@@ -257,7 +258,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 	start := time.Now()
 	sqlTx, err := db.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		db.failAll(batch, start, mapErr(fmt.Errorf("begin: %w", err)))
+		db.failAll(batch, start, db.writeErr(fmt.Errorf("begin: %w", err)))
 		return true
 	}
 	var events []kura.Event
@@ -274,7 +275,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, jobCtx: j.ctx, now: db.now(), bound: bound}
 		if savepoints {
 			if _, err := tx.Exec(qSavepoint); err != nil {
-				results[i] = mapErr(err)
+				results[i] = db.writeErr(err)
 				continue
 			}
 		}
@@ -283,14 +284,19 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 				sqlTx.Rollback()
 				return false
 			}
-			results[i] = mapErr(err)
+			results[i] = db.writeErr(err)
 			if !savepoints {
 				continue
 			}
-			if _, rerr := tx.Exec(qRollbackTo); rerr != nil {
-				// The transaction is unusable: fail the whole batch.
+			if _, rerr := tx.Exec(qRollbackTo); rerr != nil || isStorageErr(results[i]) {
+				// The transaction is unusable (SQLite rolls it back itself
+				// after a full disk or an I/O error): fail the whole batch,
+				// with the storage's error rather than the savepoint's.
 				sqlTx.Rollback()
-				db.failAll(batch, start, mapErr(rerr))
+				if !isStorageErr(results[i]) {
+					results[i] = db.writeErr(rerr)
+				}
+				db.failAll(batch, start, results[i])
 				return true
 			}
 			tx.Exec(qRelease)
@@ -299,7 +305,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 		if savepoints {
 			if _, err := tx.Exec(qRelease); err != nil {
 				sqlTx.Rollback()
-				db.failAll(batch, start, mapErr(err))
+				db.failAll(batch, start, db.writeErr(err))
 				return true
 			}
 		}
@@ -318,7 +324,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 	if err := sqlTx.Commit(); err != nil {
 		db.log.Error("commit failed", "err", err, "jobs", len(batch))
 		sqlTx.Rollback()
-		db.failAll(batch, start, mapErr(fmt.Errorf("commit: %w", err)))
+		db.failAll(batch, start, db.writeErr(fmt.Errorf("commit: %w", err)))
 		return true
 	}
 	end := time.Now()
@@ -333,6 +339,10 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 func (db *DB) committed(batch []*job, results []error, events []kura.Event, bs BatchStats) {
 	db.stats.Transactions.Add(1)
 	db.stats.Jobs.Add(int64(len(batch)))
+	if db.storageTrouble.Load() != nil {
+		db.storageTrouble.Store(nil)
+		db.log.Info("writes commit again")
+	}
 	// Ask for an early checkpoint after a burst of commits.
 	db.sinceCkpt++
 	if db.sinceCkpt >= 200 || db.walFrames.Load() > walKickPages {

@@ -1,0 +1,77 @@
+package store_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/store"
+)
+
+// Under writes that never pause, with readers always present, PASSIVE
+// checkpoints alone never let the WAL restart; the writer's truncation must
+// keep it near its configured bound.
+func TestWAL_BoundedUnderSustainedWrites(t *testing.T) {
+	const limit = 200 // frames
+	path := filepath.Join(t.TempDir(), "kura.db")
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	db := store.New(store.Config{Path: path, Signer: key, WALTruncateFrames: limit, CheckpointInterval: 10 * time.Millisecond})
+	if err := db.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	ctx := context.Background()
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var written atomic.Int64
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				if _, err := db.CreateRecords(ctx, []kura.RecordInput{thought(w*1_000_000 + i)}); err != nil {
+					t.Error(err)
+					return
+				}
+				written.Add(1)
+			}
+		})
+	}
+	for range 2 {
+		wg.Go(func() {
+			for !stop.Load() {
+				db.ListEvents(ctx, kura.EventFilter{After: max(0, db.LastEventSeq()-50), Limit: 50})
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	var maxWAL int64
+	truncations := 0
+	prev := int64(0)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && truncations < 3 {
+		if st, err := os.Stat(path + "-wal"); err == nil {
+			maxWAL = max(maxWAL, st.Size())
+			if st.Size() < prev {
+				truncations++
+			}
+			prev = st.Size()
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if truncations == 0 {
+		t.Fatalf("the WAL never shrank while %d records were written (max %d bytes)", written.Load(), maxWAL)
+	}
+	// The bound plus what lands between a checkpoint and the truncation.
+	if maxWAL > 8*limit*4096 {
+		t.Errorf("the WAL reached %d bytes; truncation at %d frames should keep it near %d", maxWAL, limit, limit*4096)
+	}
+	t.Logf("%d records written, WAL truncated %d times, max %d KiB", written.Load(), truncations, maxWAL>>10)
+}
