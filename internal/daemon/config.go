@@ -43,8 +43,8 @@ type Config struct {
 	RateLimit  float64
 	RateBurst  int
 	// tokenCount is what Validate found in TokensFile.
-	tokenCount int
-	StartupCheck    string // quick, full or off: the database check before serving
+	tokenCount   int
+	StartupCheck string // quick, full or off: the database check before serving
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.
