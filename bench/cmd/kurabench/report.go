@@ -364,6 +364,24 @@ func writeJSON(path string, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	// Keys the bench does not write (the soak run's "soak") are kept from
+	// the file it replaces.
+	if old, err := os.ReadFile(path); err == nil {
+		var prev, cur map[string]json.RawMessage
+		if json.Unmarshal(old, &prev) == nil && json.Unmarshal(b, &cur) == nil {
+			kept := false
+			for k, v := range prev {
+				if _, ours := cur[k]; !ours {
+					cur[k], kept = v, true
+				}
+			}
+			if kept {
+				if b, err = json.MarshalIndent(cur, "", "  "); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	// Write then rename, so an interrupted run never leaves half a file
 	// where the last good results were.
 	tmp := path + ".tmp"
