@@ -21,6 +21,7 @@ type Config struct {
 	DataDir         string
 	HTTPAddr        string
 	NATSAddr        string
+	NATSUsersFile   string
 	LogLevel        string
 	LogFormat       string
 	Synchronous     string
@@ -81,6 +82,7 @@ func settings() []setting {
 		{"data-dir", "KURA_DATA_DIR", "directory for kura.db, kurad.addr and kurad.key", str(func(c *Config) *string { return &c.DataDir })},
 		{"http-addr", "KURA_HTTP_ADDR", "HTTP listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.HTTPAddr })},
 		{"nats-addr", "KURA_NATS_ADDR", "embedded NATS listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.NATSAddr })},
+		{"nats-users-file", "KURA_NATS_USERS_FILE", "NATS users (`<user> <bcrypt-hash> <projects>` or `<nkey> - <projects>` a line); required when nats-addr is not loopback", str(func(c *Config) *string { return &c.NATSUsersFile })},
 		{"log-level", "KURA_LOG_LEVEL", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},
 		{"log-format", "KURA_LOG_FORMAT", "text or json", str(func(c *Config) *string { return &c.LogFormat })},
 		{"synchronous", "KURA_SYNCHRONOUS", "SQLite synchronous mode: FULL (acknowledged = durable) or NORMAL", str(func(c *Config) *string { return &c.Synchronous })},
@@ -240,6 +242,9 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("data-dir: must not be empty")
 	}
+	if err := c.validateNATSAuth(); err != nil {
+		return err
+	}
 	addrs := [][2]string{{"http-addr", c.HTTPAddr}, {"nats-addr", c.NATSAddr}}
 	if c.DebugAddr != "" {
 		addrs = append(addrs, [2]string{"debug-addr", c.DebugAddr})
@@ -258,7 +263,7 @@ func (c *Config) Validate() error {
 		}
 		// Without tokens every caller is the local admin, which is only
 		// safe while nobody but this host can connect.
-		if !isLoopback(host) {
+		if !isLoopback(host) && !(name == "nats-addr" && c.NATSUsersFile != "") {
 			return fmt.Errorf("%s: %s is not a loopback address; without tokens kurad serves anonymous callers with full rights, so it listens on loopback only (127.0.0.1, ::1 or localhost)", name, host)
 		}
 	}
@@ -299,6 +304,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("shutdown-timeout: must be positive")
 	}
 	return nil
+}
+
+// validateNATSAuth refuses NATS beyond loopback without users: anyone who
+// could connect would see every project's doorbell.
+func (c *Config) validateNATSAuth() error {
+	host, _, err := net.SplitHostPort(c.NATSAddr)
+	if err != nil || host == "" || isLoopback(host) || c.NATSUsersFile != "" {
+		return nil // Validate names a malformed address itself
+	}
+	return fmt.Errorf("nats-addr: %s is not a loopback address and no NATS users are configured; beyond loopback NATS requires authentication: give --nats-users-file (env KURA_NATS_USERS_FILE), or listen on 127.0.0.1", host)
 }
 
 func parseLevel(s string) (slog.Level, error) {
