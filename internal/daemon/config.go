@@ -36,6 +36,12 @@ type Config struct {
 	DebugAddr       string
 	TurnDeadline    time.Duration
 	ConfigFile      string
+	// HTTP server timeouts: slow clients (slow-loris headers or bodies)
+	// are cut off, idle keep-alive connections closed.
+	HTTPReadHeaderTimeout time.Duration
+	HTTPReadTimeout       time.Duration
+	HTTPWriteTimeout      time.Duration
+	HTTPIdleTimeout       time.Duration
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.
@@ -54,6 +60,11 @@ func DefaultConfig() Config {
 		DefaultProject:  "default",
 		ShutdownTimeout: 15 * time.Second,
 		TurnDeadline:    10 * time.Minute,
+
+		HTTPReadHeaderTimeout: 10 * time.Second,
+		HTTPReadTimeout:       60 * time.Second,
+		HTTPWriteTimeout:      120 * time.Second,
+		HTTPIdleTimeout:       120 * time.Second,
 	}
 }
 
@@ -78,7 +89,21 @@ func settings() []setting {
 			return nil
 		}
 	}
+	duration := func(name string, dst func(*Config) *time.Duration) func(*Config, string) error {
+		return func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a duration", name, v)
+			}
+			*dst(c) = d
+			return nil
+		}
+	}
 	return []setting{
+		{"http-read-header-timeout", "KURA_HTTP_READ_HEADER_TIMEOUT", "how long a client may take to send its request headers", duration("http-read-header-timeout", func(c *Config) *time.Duration { return &c.HTTPReadHeaderTimeout })},
+		{"http-read-timeout", "KURA_HTTP_READ_TIMEOUT", "how long a client may take to send a whole request, body included", duration("http-read-timeout", func(c *Config) *time.Duration { return &c.HTTPReadTimeout })},
+		{"http-write-timeout", "KURA_HTTP_WRITE_TIMEOUT", "how long an answer may take (event streams, long polls and backups set their own)", duration("http-write-timeout", func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })},
+		{"http-idle-timeout", "KURA_HTTP_IDLE_TIMEOUT", "how long an idle keep-alive connection stays open", duration("http-idle-timeout", func(c *Config) *time.Duration { return &c.HTTPIdleTimeout })},
 		{"data-dir", "KURA_DATA_DIR", "directory for kura.db, kurad.addr and kurad.key", str(func(c *Config) *string { return &c.DataDir })},
 		{"http-addr", "KURA_HTTP_ADDR", "HTTP listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.HTTPAddr })},
 		{"nats-addr", "KURA_NATS_ADDR", "embedded NATS listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.NATSAddr })},
@@ -299,6 +324,22 @@ func (c *Config) Validate() error {
 	}
 	if c.TurnDeadline < time.Second || c.TurnDeadline > 7*24*time.Hour {
 		return fmt.Errorf("turn-deadline: %s is outside 1s..168h", c.TurnDeadline)
+	}
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"http-read-header-timeout", c.HTTPReadHeaderTimeout}, {"http-read-timeout", c.HTTPReadTimeout},
+		{"http-write-timeout", c.HTTPWriteTimeout}, {"http-idle-timeout", c.HTTPIdleTimeout},
+	} {
+		// Zero would mean no timeout at all: a slow-loris client could hold
+		// a connection for ever.
+		if t.d < 100*time.Millisecond || t.d > 24*time.Hour {
+			return fmt.Errorf("%s: %s is outside 100ms..24h", t.name, t.d)
+		}
+	}
+	if c.HTTPReadHeaderTimeout > c.HTTPReadTimeout {
+		return fmt.Errorf("http-read-header-timeout: %s is longer than http-read-timeout %s, which covers the headers too", c.HTTPReadHeaderTimeout, c.HTTPReadTimeout)
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown-timeout: must be positive")

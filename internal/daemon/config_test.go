@@ -286,6 +286,11 @@ func TestConfig_Invalid(t *testing.T) {
 		{"ShutdownZero", []string{"--shutdown-timeout", "0s"}, nil, []string{"shutdown-timeout"}},
 		{"ShutdownNegative", []string{"--shutdown-timeout", "-1s"}, nil, []string{"shutdown-timeout"}},
 		{"ShutdownNotDuration", []string{"--shutdown-timeout", "15"}, nil, []string{"shutdown-timeout", "duration"}},
+		{"ReadHeaderTimeoutZero", []string{"--http-read-header-timeout", "0s"}, nil, []string{"http-read-header-timeout", "100ms..24h"}},
+		{"ReadTimeoutTooShort", nil, map[string]string{"KURA_HTTP_READ_TIMEOUT": "99ms"}, []string{"http-read-timeout"}},
+		{"WriteTimeoutNotDuration", []string{"--http-write-timeout", "30"}, nil, []string{"http-write-timeout", "duration"}},
+		{"IdleTimeoutTooLong", []string{"--http-idle-timeout", "25h"}, nil, []string{"http-idle-timeout"}},
+		{"ReadHeaderLongerThanRead", []string{"--http-read-header-timeout", "2m", "--http-read-timeout", "1m"}, nil, []string{"http-read-header-timeout", "http-read-timeout"}},
 		{"LogLevel", []string{"--log-level", "loud"}, nil, []string{"log-level"}},
 		{"LogFormat", []string{"--log-format", "xml"}, nil, []string{"log-format"}},
 		{"UnknownFlag", []string{"--bogus", "1"}, nil, []string{"bogus"}},
@@ -358,6 +363,8 @@ func TestConfig_ValidBoundaries(t *testing.T) {
 		{"LogDebugJSON", []string{"--log-level", "debug", "--log-format", "json"}},
 		{"DefaultProject64", []string{"--default-project", strings.Repeat("p", 64)}},
 		{"RecordTypesEmpty", []string{"--record-types", " , "}},
+		{"TimeoutsMin", []string{"--http-read-header-timeout", "100ms", "--http-read-timeout", "100ms", "--http-write-timeout", "100ms", "--http-idle-timeout", "100ms"}},
+		{"TimeoutsMax", []string{"--http-read-header-timeout", "24h", "--http-read-timeout", "24h", "--http-write-timeout", "24h", "--http-idle-timeout", "24h"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
