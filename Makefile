@@ -6,6 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin
 FUZZTIME ?= 30s
+FUZZTIME_CI ?= 2s
 
 .PHONY: all run build test check vet fmt-check cross smoke-cross dist install fuzz fuzz-ci bench bench-quick reliability soak clean
 
@@ -20,10 +21,11 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kurad ./cmd/kurad
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kura ./cmd/kura
 
-## test: vet, the race-enabled test suite, and the Raspberry Pi cross builds
-## smoke-tested under qemu-user
+## test: vet, the race-enabled test suite, every fuzz target briefly, and the
+## Raspberry Pi cross builds smoke-tested under qemu-user
 test: vet
 	$(GO) test -race -timeout 20m ./...
+	$(MAKE) fuzz-ci
 	$(MAKE) smoke-cross
 
 ## check: formatting gate plus everything in test
@@ -87,6 +89,10 @@ FUZZ_TARGETS = $(shell grep -rl --include='*_test.go' '^func Fuzz' . | while rea
 fuzz:
 	@set -e; for ft in $(FUZZ_TARGETS); do d=$${ft%%:*}; t=$${ft##*:}; \
 		echo "fuzz $$d $$t ($(FUZZTIME))"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$d; done
+
+## fuzz-ci: every fuzz target briefly (FUZZTIME_CI, default 2s), as make test does
+fuzz-ci:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_CI)
 
 ## bench: the benchmark program; prints a table and writes bench/results.json
 bench:

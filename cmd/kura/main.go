@@ -127,6 +127,7 @@ func commandTable() []command {
 		{"restore", "<backup-dir> --data-dir DIR [--key-file F | --public-key K] [--force]", "check a backup, restore it into a stopped kurad's data directory and verify every session and ledger", setupRestore},
 		{"compact-events", "<before-seq>", "remove published events older than a seq from the event log; verification does not depend on them", setupCompactEvents},
 		{"mcp", "", "serve Kura's memory as MCP tools over stdio, for agents that spawn their tools", setupMCP},
+		{"nats-user new", "<name> [projects]", "print a new random NATS password once and its users-file line (bcrypt hash; projects a,b or *)", setupNATSUserNew},
 		{"info", "", "show what kurad says about itself", setupInfo},
 		{"health", "[--ready]", "exit 0 when kurad is alive (--ready: ready to serve), 1 otherwise", setupHealth},
 		{"version", "", "print the version of this kura", setupVersion},

@@ -135,6 +135,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	r.Use(s.observe)
 	r.Use(s.recoverer)
 	r.Use(s.authenticate)
+	r.Use(s.checkPathParams)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, kura.Errorf(kura.ENotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
@@ -264,28 +265,20 @@ func (s *Server) writeRecord(w http.ResponseWriter, status int, r *kura.Record) 
 	writeBody(w, status, append(b, '\n'))
 }
 
-// decodeJSON reads a JSON body into v: JSON media type, size limit, no
-// unknown fields (the field is named), nothing after the value.
+// decodeJSON reads a JSON body into v: JSON media type, size limit, the
+// shape limits of checkJSONShape, no unknown fields (the field is named),
+// nothing after the value.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if ct == "" || err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 		return kura.Errorf(kura.EMediaType, "the body must be JSON (Content-Type: application/json), got %q", ct)
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return s.jsonError(err)
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return s.jsonError(err)
-		}
-		return kura.Invalid("", "the body holds more than one JSON value")
-	}
-	return nil
+	return s.decodeBody(b, v)
 }
 
 func (s *Server) jsonError(err error) error {

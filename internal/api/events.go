@@ -125,6 +125,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var deadline <-chan time.Time
 	if wait > 0 {
+		// The wait may outlast the server's write timeout (configurable,
+		// possibly short): the answer gets its own window after it.
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + 30*time.Second))
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		deadline = t.C

@@ -478,7 +478,7 @@ func FuzzSessionAndTurnBodies(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c.tb = t
 		for _, path := range []string{"/v1/sessions", "/v1/sessions/" + sid + "/head", "/v1/sessions/" + sid + "/turns",
-			"/v1/turns/" + tid + "/claim", "/v1/turns/" + tid + "/renew", "/v1/turns/" + tid + "/records"} {
+			"/v1/turns/" + tid + "/claim", "/v1/turns/" + tid + "/renew", "/v1/turns/" + tid + "/records", "/v1/turns/" + tid + "/close"} {
 			st, m, raw := c.do("POST", path, "application/json", body)
 			switch st {
 			case 200, 201:

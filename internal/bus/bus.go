@@ -5,6 +5,8 @@ package bus
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,6 +21,9 @@ type Config struct {
 	Addr         string // host:port; port 0 picks a free one
 	Logger       *slog.Logger
 	ReadyTimeout time.Duration
+	// Users, when any, turn authentication on: only they (and kurad's own
+	// in-process publisher) may connect. Required beyond loopback.
+	Users []User
 }
 
 // Bus wraps the embedded NATS server.
@@ -26,6 +31,9 @@ type Bus struct {
 	cfg Config
 	log *slog.Logger
 	srv *server.Server
+	// internalPass is the in-process publisher's password; "" while
+	// authentication is off.
+	internalPass string
 }
 
 // New returns an unstarted bus.
@@ -52,6 +60,11 @@ func (b *Bus) Open(ctx context.Context) error {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
+	// Without users every client may subscribe to every project's
+	// doorbell, which is only safe while nobody but this host can connect.
+	if !loopbackHost(host) && len(b.cfg.Users) == 0 {
+		return fmt.Errorf("nats addr %q: %s is not a loopback address and no NATS users are configured; kurad requires NATS authentication beyond loopback (--nats-users-file)", b.cfg.Addr, host)
+	}
 	opts := &server.Options{
 		ServerName: "kurad",
 		Host:       host,
@@ -59,6 +72,14 @@ func (b *Bus) Open(ctx context.Context) error {
 		NoSigs:     true, // kurad owns signal handling
 		NoLog:      false,
 		MaxPayload: 1 << 20,
+	}
+	if len(b.cfg.Users) > 0 {
+		var secret [32]byte
+		if _, err := rand.Read(secret[:]); err != nil {
+			return fmt.Errorf("nats internal password: %w", err)
+		}
+		b.internalPass = hex.EncodeToString(secret[:])
+		opts.Users, opts.Nkeys = serverUsers(b.cfg.Users, b.internalPass)
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -117,6 +138,19 @@ func (b *Bus) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("nats shutdown: %w", ctx.Err())
 	}
+}
+
+// AuthRequired reports whether clients must authenticate.
+func (b *Bus) AuthRequired() bool { return len(b.cfg.Users) > 0 }
+
+// loopbackHost reports whether host names only the local machine; "" and
+// 0.0.0.0 listen everywhere and are not.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // logAdapter sends the NATS server's log lines to slog.

@@ -74,8 +74,9 @@ type Publisher struct {
 	beforePublish func(e *kura.Event) error
 }
 
-// NewPublisher connects to the embedded server in-process (no TCP port, no
-// credentials to manage) and returns a publisher that starts with Start.
+// NewPublisher connects to the embedded server in-process (no TCP port; with
+// authentication on, as kurad's internal user) and returns a publisher that
+// starts with Start.
 func (b *Bus) NewPublisher(out Outbox, cfg PublisherConfig) (*Publisher, error) {
 	if b.srv == nil {
 		return nil, errors.New("nats server is not running")
@@ -96,7 +97,11 @@ func (b *Bus) NewPublisher(out Outbox, cfg PublisherConfig) (*Publisher, error) 
 		wake: make(chan struct{}, 1), saveReq: make(chan int64, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), saved: make(chan struct{})}
 	p.failing.Store("")
-	nc, err := nats.Connect("", nats.InProcessServer(b.srv), nats.Name("kurad-doorbell"),
+	var auth []nats.Option
+	if b.internalPass != "" {
+		auth = append(auth, nats.UserInfo(internalUser, b.internalPass))
+	}
+	nc, err := nats.Connect("", append(auth, nats.InProcessServer(b.srv), nats.Name("kurad-doorbell"),
 		// While disconnected, a publish must fail rather than sit in a
 		// client-side buffer that dies with the process: the cursor then
 		// stays put and SQLite replays the events once NATS is back.
@@ -108,7 +113,7 @@ func (b *Bus) NewPublisher(out Outbox, cfg PublisherConfig) (*Publisher, error) 
 			}
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) { p.log.Info("doorbell reconnected to NATS"); p.kick() }),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("doorbell connect: %w", err)
 	}

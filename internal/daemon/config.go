@@ -22,6 +22,7 @@ type Config struct {
 	DataDir         string
 	HTTPAddr        string
 	NATSAddr        string
+	NATSUsersFile   string
 	LogLevel        string
 	LogFormat       string
 	Synchronous     string
@@ -45,6 +46,12 @@ type Config struct {
 	// tokenCount is what Validate found in TokensFile.
 	tokenCount   int
 	StartupCheck string // quick, full or off: the database check before serving
+	// HTTP server timeouts: slow clients (slow-loris headers or bodies)
+	// are cut off, idle keep-alive connections closed.
+	HTTPReadHeaderTimeout time.Duration
+	HTTPReadTimeout       time.Duration
+	HTTPWriteTimeout      time.Duration
+	HTTPIdleTimeout       time.Duration
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.
@@ -66,6 +73,11 @@ func DefaultConfig() Config {
 		RateLimit:       200,
 		RateBurst:       400,
 		StartupCheck:    "quick",
+
+		HTTPReadHeaderTimeout: 10 * time.Second,
+		HTTPReadTimeout:       60 * time.Second,
+		HTTPWriteTimeout:      120 * time.Second,
+		HTTPIdleTimeout:       120 * time.Second,
 	}
 }
 
@@ -90,10 +102,25 @@ func settings() []setting {
 			return nil
 		}
 	}
+	duration := func(name string, dst func(*Config) *time.Duration) func(*Config, string) error {
+		return func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a duration", name, v)
+			}
+			*dst(c) = d
+			return nil
+		}
+	}
 	return []setting{
+		{"http-read-header-timeout", "KURA_HTTP_READ_HEADER_TIMEOUT", "how long a client may take to send its request headers", duration("http-read-header-timeout", func(c *Config) *time.Duration { return &c.HTTPReadHeaderTimeout })},
+		{"http-read-timeout", "KURA_HTTP_READ_TIMEOUT", "how long a client may take to send a whole request, body included", duration("http-read-timeout", func(c *Config) *time.Duration { return &c.HTTPReadTimeout })},
+		{"http-write-timeout", "KURA_HTTP_WRITE_TIMEOUT", "how long an answer may take (event streams, long polls and backups set their own)", duration("http-write-timeout", func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })},
+		{"http-idle-timeout", "KURA_HTTP_IDLE_TIMEOUT", "how long an idle keep-alive connection stays open", duration("http-idle-timeout", func(c *Config) *time.Duration { return &c.HTTPIdleTimeout })},
 		{"data-dir", "KURA_DATA_DIR", "directory for kura.db, kurad.addr and kurad.key", str(func(c *Config) *string { return &c.DataDir })},
 		{"http-addr", "KURA_HTTP_ADDR", "HTTP listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.HTTPAddr })},
 		{"nats-addr", "KURA_NATS_ADDR", "embedded NATS listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.NATSAddr })},
+		{"nats-users-file", "KURA_NATS_USERS_FILE", "NATS users (`<user> <bcrypt-hash> <projects>` or `<nkey> - <projects>` a line); required when nats-addr is not loopback", str(func(c *Config) *string { return &c.NATSUsersFile })},
 		{"log-level", "KURA_LOG_LEVEL", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},
 		{"log-format", "KURA_LOG_FORMAT", "text or json", str(func(c *Config) *string { return &c.LogFormat })},
 		{"synchronous", "KURA_SYNCHRONOUS", "SQLite synchronous mode: FULL (acknowledged = durable) or NORMAL", str(func(c *Config) *string { return &c.Synchronous })},
@@ -272,6 +299,9 @@ func (c *Config) Validate() error {
 		}
 		c.tokenCount = len(es)
 	}
+	if err := c.validateNATSAuth(); err != nil {
+		return err
+	}
 	addrs := [][2]string{{"http-addr", c.HTTPAddr}, {"nats-addr", c.NATSAddr}}
 	if c.DebugAddr != "" {
 		addrs = append(addrs, [2]string{"debug-addr", c.DebugAddr})
@@ -342,6 +372,22 @@ func (c *Config) Validate() error {
 	if c.StartupCheck != "quick" && c.StartupCheck != "full" && c.StartupCheck != "off" {
 		return fmt.Errorf("startup-check: %q is not quick, full or off", c.StartupCheck)
 	}
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"http-read-header-timeout", c.HTTPReadHeaderTimeout}, {"http-read-timeout", c.HTTPReadTimeout},
+		{"http-write-timeout", c.HTTPWriteTimeout}, {"http-idle-timeout", c.HTTPIdleTimeout},
+	} {
+		// Zero would mean no timeout at all: a slow-loris client could hold
+		// a connection for ever.
+		if t.d < 100*time.Millisecond || t.d > 24*time.Hour {
+			return fmt.Errorf("%s: %s is outside 100ms..24h", t.name, t.d)
+		}
+	}
+	if c.HTTPReadHeaderTimeout > c.HTTPReadTimeout {
+		return fmt.Errorf("http-read-header-timeout: %s is longer than http-read-timeout %s, which covers the headers too", c.HTTPReadHeaderTimeout, c.HTTPReadTimeout)
+	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown-timeout: must be positive")
 	}
@@ -352,6 +398,16 @@ func (c *Config) Validate() error {
 // file is set and, when Validate read it, held at least one token. An
 // empty file is the tokenless mode, not a daemon nobody can call.
 func (c *Config) TokensConfigured() bool { return c.TokensFile != "" && c.tokenCount > 0 }
+
+// validateNATSAuth refuses NATS beyond loopback without users: anyone who
+// could connect would see every project's doorbell.
+func (c *Config) validateNATSAuth() error {
+	host, _, err := net.SplitHostPort(c.NATSAddr)
+	if err != nil || host == "" || isLoopback(host) || c.NATSUsersFile != "" {
+		return nil // Validate names a malformed address itself
+	}
+	return fmt.Errorf("nats-addr: %s is not a loopback address and no NATS users are configured; beyond loopback NATS requires authentication: give --nats-users-file (env KURA_NATS_USERS_FILE), or listen on 127.0.0.1", host)
+}
 
 func parseLevel(s string) (slog.Level, error) {
 	var l slog.Level

@@ -262,8 +262,8 @@ func TestConfig_Invalid(t *testing.T) {
 		{"HTTPAddrNoHost", []string{"--http-addr", ":7700"}, nil, []string{"http-addr", "host"}},
 		{"HTTPAddrPortRange", []string{"--http-addr", "127.0.0.1:65536"}, nil, []string{"http-addr", "port"}},
 		{"HTTPAddrPortName", []string{"--http-addr", "127.0.0.1:http"}, nil, []string{"http-addr", "port"}},
-		{"NATSAddrAllInterfaces", nil, map[string]string{"KURA_NATS_ADDR": "0.0.0.0:4222"}, []string{"nats-addr", "loopback"}},
-		{"NATSAddrTestNet", []string{"--nats-addr", "192.0.2.1:4222"}, nil, []string{"nats-addr", "loopback"}},
+		{"NATSAddrAllInterfaces", nil, map[string]string{"KURA_NATS_ADDR": "0.0.0.0:4222"}, []string{"nats-addr", "loopback", "--nats-users-file"}},
+		{"NATSAddrTestNet", []string{"--nats-addr", "192.0.2.1:4222"}, nil, []string{"nats-addr", "loopback", "KURA_NATS_USERS_FILE"}},
 		{"DataDirEmpty", []string{"--data-dir="}, nil, []string{"data-dir"}},
 		{"SynchronousOff", []string{"--synchronous", "OFF"}, nil, []string{"synchronous", "OFF"}},
 		{"SynchronousExtra", nil, map[string]string{"KURA_SYNCHRONOUS": "EXTRA"}, []string{"synchronous"}},
@@ -286,6 +286,11 @@ func TestConfig_Invalid(t *testing.T) {
 		{"ShutdownZero", []string{"--shutdown-timeout", "0s"}, nil, []string{"shutdown-timeout"}},
 		{"ShutdownNegative", []string{"--shutdown-timeout", "-1s"}, nil, []string{"shutdown-timeout"}},
 		{"ShutdownNotDuration", []string{"--shutdown-timeout", "15"}, nil, []string{"shutdown-timeout", "duration"}},
+		{"ReadHeaderTimeoutZero", []string{"--http-read-header-timeout", "0s"}, nil, []string{"http-read-header-timeout", "100ms..24h"}},
+		{"ReadTimeoutTooShort", nil, map[string]string{"KURA_HTTP_READ_TIMEOUT": "99ms"}, []string{"http-read-timeout"}},
+		{"WriteTimeoutNotDuration", []string{"--http-write-timeout", "30"}, nil, []string{"http-write-timeout", "duration"}},
+		{"IdleTimeoutTooLong", []string{"--http-idle-timeout", "25h"}, nil, []string{"http-idle-timeout"}},
+		{"ReadHeaderLongerThanRead", []string{"--http-read-header-timeout", "2m", "--http-read-timeout", "1m"}, nil, []string{"http-read-header-timeout", "http-read-timeout"}},
 		{"LogLevel", []string{"--log-level", "loud"}, nil, []string{"log-level"}},
 		{"LogFormat", []string{"--log-format", "xml"}, nil, []string{"log-format"}},
 		{"UnknownFlag", []string{"--bogus", "1"}, nil, []string{"bogus"}},
@@ -358,6 +363,8 @@ func TestConfig_ValidBoundaries(t *testing.T) {
 		{"LogDebugJSON", []string{"--log-level", "debug", "--log-format", "json"}},
 		{"DefaultProject64", []string{"--default-project", strings.Repeat("p", 64)}},
 		{"RecordTypesEmpty", []string{"--record-types", " , "}},
+		{"TimeoutsMin", []string{"--http-read-header-timeout", "100ms", "--http-read-timeout", "100ms", "--http-write-timeout", "100ms", "--http-idle-timeout", "100ms"}},
+		{"TimeoutsMax", []string{"--http-read-header-timeout", "24h", "--http-read-timeout", "24h", "--http-write-timeout", "24h", "--http-idle-timeout", "24h"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -96,7 +96,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.store.Open(ctx); err != nil {
 		return err
 	}
-	m.bus = bus.New(bus.Config{Addr: cfg.NATSAddr, Logger: m.Logger.With("component", "nats")})
+	var natsUsers []bus.User
+	if cfg.NATSUsersFile != "" {
+		if natsUsers, err = bus.LoadUsers(cfg.NATSUsersFile); err != nil {
+			return err
+		}
+		if len(natsUsers) == 0 {
+			return fmt.Errorf("nats users file %s defines no users; with none, no client could connect", cfg.NATSUsersFile)
+		}
+	}
+	m.bus = bus.New(bus.Config{Addr: cfg.NATSAddr, Users: natsUsers, Logger: m.Logger.With("component", "nats")})
 	if err := m.bus.Open(ctx); err != nil {
 		return err
 	}
@@ -134,10 +143,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.listener = ln
 	m.http = &http.Server{
 		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      120 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		WriteTimeout:      cfg.HTTPWriteTimeout,
+		IdleTimeout:       cfg.HTTPIdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(m.Logger.With("component", "http").Handler(), slog.LevelWarn),
 	}
