@@ -2,22 +2,16 @@ package api_test
 
 import (
 	"bytes"
-	"context"
-	"crypto/ed25519"
-	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/kura-memory/kura/internal/api"
-	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kuradtest"
-	"github.com/kura-memory/kura/internal/store"
 )
 
 func TestAPI_RedactRecord(t *testing.T) {
@@ -161,40 +155,33 @@ func TestAPI_RedactRecord(t *testing.T) {
 // TestAPI_RedactNeedsAdmin serves the API over a real store with the
 // principal a token would give, and checks that only an admin redacts.
 func TestAPI_RedactNeedsAdmin(t *testing.T) {
-	ctx := context.Background()
-	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	db := store.New(store.Config{Path: filepath.Join(t.TempDir(), "kura.db"), Signer: key})
-	if err := db.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close(ctx) })
-	h := api.New(api.Config{}, db, nil).Handler()
+	e := startAuthKurad(t, nil)
 	for _, tc := range []struct {
-		role   auth.Role
-		status int
-	}{{auth.RoleReader, 403}, {auth.RoleWriter, 403}, {auth.RoleAdmin, 200}} {
-		t.Run(tc.role.String(), func(t *testing.T) {
-			p := auth.Principal{Identity: "agent:" + tc.role.String(), Role: tc.role, Scopes: []string{auth.All}, Projects: []string{auth.All}}
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
-			}))
-			defer srv.Close()
-			c := &apiClient{tb: t, base: srv.URL}
-			st, m, raw := c.post("/v1/records", `{"type":"agent.thought","content":"`+tc.role.String()+`","author_id":"agent:bmo"}`)
-			if st != 201 {
-				t.Fatalf("write: %d %s", st, raw)
-			}
-			id := m["id"].(string)
-			st, m, raw = c.post("/v1/records/"+id+"/redact", `{"reason":"pii"}`)
+		name, tok, who string
+		status         int
+	}{{"reader", tRA, "agent:r", 403}, {"writer", tWA, "agent:a", 403}, {"admin", tRoot, "user:root", 200}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.t = t
+			id := e.must(tRoot, "POST", "/v1/records", `{"type":"agent.thought","content":"`+tc.name+`","author_id":"user:root"}`)["id"].(string)
+			before := e.state()
+			st, raw := e.do(tc.tok, "POST", "/v1/records/"+id+"/redact", `{"reason":"pii"}`)
 			if st != tc.status {
 				t.Fatalf("got %d %s, want %d", st, raw, tc.status)
 			}
-			_, rec, _ := c.get("/v1/records/" + id)
+			rec := e.must(tRoot, "GET", "/v1/records/"+id, "")
 			if redacted := rec["redacted"] == true; redacted != (tc.status == 200) {
 				t.Errorf("got redacted=%v, want %v", redacted, tc.status == 200)
 			}
-			if tc.status == 200 && m["redaction"].(map[string]any)["by"] != p.Identity {
-				t.Errorf("got %s, want the caller's identity as who", raw)
+			if tc.status != 200 {
+				if after := e.state(); after != before {
+					t.Errorf("a refused redaction changed the database: %s -> %s", before, after)
+				}
+				return
+			}
+			var m map[string]any
+			json.Unmarshal(raw, &m)
+			if m["redaction"].(map[string]any)["by"] != tc.who {
+				t.Errorf("got %s, want the caller's identity %s as who", raw, tc.who)
 			}
 		})
 	}
