@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/nats-io/nats.go"
 	"golang.org/x/crypto/bcrypt"
@@ -34,15 +35,31 @@ func hashLine(tb testing.TB, name, password, projects string) string {
 	return name + " " + string(h) + " " + projects
 }
 
+// writeTokensFile writes a tokens file of one admin token.
+func writeTokensFile(tb testing.TB) string {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), "tokens")
+	if err := os.WriteFile(p, []byte(auth.HashToken("tok")+" user:root admin * *\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// NATS may leave loopback with users of its own, once kurad has tokens:
+// without tokens every listener stays on loopback, NATS users or not.
 func TestConfig_NATSBeyondLoopbackWithUsers(t *testing.T) {
 	users := writeUsersFile(t, hashLine(t, "alice", "pw", "alpha"))
+	tokens := writeTokensFile(t)
+	if _, _, err := daemon.LoadConfig([]string{"--nats-addr", "0.0.0.0:4222", "--nats-users-file", users}, env(nil), devNull(t)); err == nil || !strings.Contains(err.Error(), "without tokens") {
+		t.Errorf("NATS 0.0.0.0 with users but no tokens: got %v, want the tokenless refusal", err)
+	}
 	for _, tt := range []struct {
 		name string
 		args []string
 		env  map[string]string
 	}{
-		{"Flag", []string{"--nats-addr", "0.0.0.0:4222", "--nats-users-file", users}, nil},
-		{"Env", nil, map[string]string{"KURA_NATS_ADDR": "[::]:4222", "KURA_NATS_USERS_FILE": users}},
+		{"Flag", []string{"--nats-addr", "0.0.0.0:4222", "--nats-users-file", users, "--tokens-file", tokens}, nil},
+		{"Env", nil, map[string]string{"KURA_NATS_ADDR": "[::]:4222", "KURA_NATS_USERS_FILE": users, "KURA_TOKENS_FILE": tokens}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _, err := daemon.LoadConfig(tt.args, env(tt.env), devNull(t))
@@ -98,6 +115,7 @@ func TestMain_NATSAuth(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.NATSAddr = "0.0.0.0:0"
 	cfg.NATSUsersFile = writeUsersFile(t, hashLine(t, "alice", "alice-pw", "alpha"))
+	cfg.TokensFile = writeTokensFile(t)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +153,10 @@ func TestMain_NATSAuth(t *testing.T) {
 	base := "http://" + m.HTTPAddr()
 	for _, p := range []string{"beta", "alpha"} {
 		body := `{"type":"agent.thought","author_id":"agent:bmo","content":{"p":"` + p + `"},"metadata":{"project_id":"` + p + `"}}`
-		resp, err := http.Post(base+"/v1/records", "application/json", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", base+"/v1/records", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

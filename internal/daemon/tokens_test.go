@@ -10,14 +10,16 @@ import (
 	"github.com/kura-memory/kura/internal/daemon"
 )
 
-// TestConfig_Tokens: a public address needs a tokens file holding a token;
-// the profiler stays on loopback whatever the tokens.
+// TestConfig_Tokens: a public address needs a tokens file holding a token
+// (and NATS, users of its own); the profiler stays on loopback whatever the
+// tokens.
 func TestConfig_Tokens(t *testing.T) {
 	dir := t.TempDir()
 	one := filepath.Join(dir, "one")
 	os.WriteFile(one, []byte(auth.HashToken("t")+" agent:a writer * *\n"), 0o600)
 	empty := filepath.Join(dir, "empty")
 	os.WriteFile(empty, []byte("# none\n"), 0o600)
+	users := writeUsersFile(t, hashLine(t, "alice", "pw", "alpha"))
 	cases := []struct {
 		name string
 		args []string
@@ -25,7 +27,8 @@ func TestConfig_Tokens(t *testing.T) {
 		want string // "" accepted, else a substring of the error
 	}{
 		{"public http with a token", []string{"--http-addr", "0.0.0.0:7700", "--tokens-file", one}, nil, ""},
-		{"public nats with a token from env", []string{"--nats-addr", "0.0.0.0:4222"}, map[string]string{"KURA_TOKENS_FILE": one}, ""},
+		{"public nats with a token but no NATS users", []string{"--nats-addr", "0.0.0.0:4222"}, map[string]string{"KURA_TOKENS_FILE": one}, "nats-users-file"},
+		{"public nats with a token and NATS users", []string{"--nats-addr", "0.0.0.0:4222", "--nats-users-file", users}, map[string]string{"KURA_TOKENS_FILE": one}, ""},
 		{"public http, empty tokens file", []string{"--http-addr", "0.0.0.0:7700", "--tokens-file", empty}, nil, "without tokens"},
 		{"public nats, no tokens", []string{"--nats-addr", "0.0.0.0:4222"}, nil, "nats-addr"},
 		{"public debug with a token", []string{"--debug-addr", "0.0.0.0:6060", "--tokens-file", one}, nil, "debug-addr"},
