@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/kura-memory/kura/internal/mcp"
@@ -14,12 +15,18 @@ import (
 // caller, the limits and the errors of a tool are those of the HTTP API.
 // The handler is stateless, so only POST is served; GET and DELETE (the
 // session stream and session end of stateful servers) answer 405.
+//
+// The MCP server (its tools' JSON schemas, built by reflection) is made on
+// the first call: a kurad nobody speaks MCP to does not carry it, which on
+// a Pi is a megabyte or two of idle memory.
 func (s *Server) registerMCPRoutes(r chi.Router) {
-	h := mcp.NewHTTPHandler(mcp.Local(s.Handler), mcp.HTTPOptions{
-		Version: s.cfg.Version,
-		// The MCP envelope around an API body: the body limit itself is
-		// the API's to enforce, with its too_large answer.
-		MaxBodyBytes: 2*s.cfg.MaxBodyBytes + 64<<10,
+	h := sync.OnceValue(func() http.Handler {
+		return mcp.NewHTTPHandler(mcp.Local(s.Handler), mcp.HTTPOptions{
+			Version: s.cfg.Version,
+			// The MCP envelope around an API body: the body limit itself is
+			// the API's to enforce, with its too_large answer.
+			MaxBodyBytes: 2*s.cfg.MaxBodyBytes + 64<<10,
+		})
 	})
-	r.Method(http.MethodPost, "/mcp", h)
+	r.Method(http.MethodPost, "/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h().ServeHTTP(w, r) }))
 }

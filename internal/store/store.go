@@ -201,7 +201,12 @@ func (db *DB) Open(ctx context.Context) error {
 	if err := checkSchemaVersion(ctx, db.cfg.Path); err != nil {
 		return err
 	}
-	wdb, err := sql.Open("sqlite", dsn(db.cfg.Path, roleWrite, strings.ToUpper(db.cfg.Synchronous)))
+	// journal_size_limit: when the writer restarts the WAL (health.go), the
+	// file is cut back to the bound instead of to nothing, so later commits
+	// overwrite allocated space rather than growing the file (a growing
+	// file makes every fsync commit metadata too).
+	wdb, err := sql.Open("sqlite", dsn(db.cfg.Path, roleWrite, strings.ToUpper(db.cfg.Synchronous))+
+		"&_pragma=journal_size_limit("+strconv.Itoa(db.cfg.WALTruncateFrames*4096)+")")
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -209,7 +214,7 @@ func (db *DB) Open(ctx context.Context) error {
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
 	db.wdb = wdb
-	if err := startupCheck(ctx, wdb, db.cfg.StartupCheck); err != nil {
+	if err := db.checkAtStart(ctx); err != nil {
 		wdb.Close()
 		return err
 	}
