@@ -357,6 +357,11 @@ func (db *DB) loadCounters(ctx context.Context) error {
 		}
 		c.v.Store(n)
 	}
+	// The counts walked whole indexes into the read connection's page
+	// cache; hand that memory back rather than idle on it.
+	if _, err := db.rdb.ExecContext(ctx, "PRAGMA shrink_memory"); err != nil {
+		return fmt.Errorf("load counters: %w", err)
+	}
 	return nil
 }
 
