@@ -139,18 +139,37 @@ type routeFinder interface {
 	Find(rctx *chi.Context, method, path string) string
 }
 
+// matchRoute finds the route a request will take, and its path
+// parameters, before the router does: the access rules and the path
+// parameter checks both need it. It is found once per request; the second
+// middleware takes it from the context.
+func (s *Server) matchRoute(r *http.Request) (*chi.Context, string) {
+	if m, ok := r.Context().Value(routeKey{}).(*routeMatch); ok {
+		return m.rc, m.pattern
+	}
+	rc := chi.NewRouteContext()
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	pattern := ""
+	if f, ok := s.router.(routeFinder); ok {
+		pattern = f.Find(rc, r.Method, path)
+	}
+	return rc, pattern
+}
+
+type routeKey struct{}
+
+type routeMatch struct {
+	rc      *chi.Context
+	pattern string
+}
+
 // authenticate resolves the principal and enforces accessRules.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := chi.NewRouteContext()
-		path := r.URL.RawPath
-		if path == "" {
-			path = r.URL.Path
-		}
-		pattern := ""
-		if f, ok := s.router.(routeFinder); ok {
-			pattern = f.Find(rc, r.Method, path)
-		}
+		rc, pattern := s.matchRoute(r)
 		rule, known := accessRules[rulePattern(r.Method, pattern)]
 		p := auth.Local
 		if s.cfg.Tokens != nil {
@@ -170,7 +189,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		r = r.WithContext(context.WithValue(auth.WithPrincipal(r.Context(), p), routeKey{}, &routeMatch{rc, pattern}))
 		if pattern == "" || p.Anonymous {
 			// No route: chi answers 404/405. Tokenless: the local user
 			// may do everything, any author_id included (API.md).

@@ -85,12 +85,7 @@ func CheckPathParams(p chi.RouteParams) error {
 // before any middleware or handler of the route sees it.
 func (s *Server) checkPathParams(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		path := r.URL.RawPath
-		if path == "" {
-			path = r.URL.Path
-		}
-		rctx := chi.NewRouteContext()
-		if s.router.Match(rctx, r.Method, path) {
+		if rctx, pattern := s.matchRoute(r); pattern != "" {
 			if err := CheckPathParams(rctx.URLParams); err != nil {
 				s.writeError(w, r, err)
 				return
