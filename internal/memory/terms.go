@@ -66,30 +66,35 @@ func Words(text string) []string {
 // store writes to the search index.
 func Terms(n *kura.Node) map[string]int {
 	m := map[string]int{}
-	add := func(bit int, text string) {
+	fieldTexts(n, func(bit int, text string) {
 		for _, w := range Words(text) {
 			m[w] |= bit
 		}
-	}
-	add(FieldTitle, n.Title)
-	add(FieldID, n.ID)
+	})
+	return m
+}
+
+// fieldTexts calls fn with every text of n that search reads, and the bit
+// of the field it belongs to: the one list Terms and ScoreNode share.
+func fieldTexts(n *kura.Node, fn func(bit int, text string)) {
+	fn(FieldTitle, n.Title)
+	fn(FieldID, n.ID)
 	for _, f := range n.TargetFiles {
-		add(FieldTargetFiles, f)
+		fn(FieldTargetFiles, f)
 	}
-	add(FieldSummary, n.Summary)
+	fn(FieldSummary, n.Summary)
 	if n.PayloadRef != nil {
-		add(FieldPayload, *n.PayloadRef)
+		fn(FieldPayload, *n.PayloadRef)
 	}
 	if n.Owner != nil {
-		add(FieldPayload, *n.Owner)
+		fn(FieldPayload, *n.Owner)
 	}
-	if len(n.Metadata) > 0 {
+	if len(n.Metadata) > 2 { // "{}" holds nothing to read
 		var v any
 		if json.Unmarshal(n.Metadata, &v) == nil {
-			walkPrimitives(v, func(s string) { add(FieldMetadata, s) })
+			walkPrimitives(v, func(s string) { fn(FieldMetadata, s) })
 		}
 	}
-	return m
 }
 
 // walkPrimitives calls fn with every string, number and boolean in v.
@@ -125,12 +130,18 @@ type Reason = kura.SearchReason
 // of every field it occurs in. Reasons name each field that matched and
 // the words found there, in Fields order. terms is Terms(n).
 func Score(terms map[string]int, query []string) (int, []Reason) {
+	return scoreFields(query, func(i int) int { return terms[query[i]] })
+}
+
+// scoreFields adds up the weights of the fields each query word occurs
+// in (fields(i) holds the bits of word i) and names them, in Fields order.
+func scoreFields(query []string, fields func(i int) int) (int, []Reason) {
 	score := 0
 	var reasons []Reason
 	for _, f := range Fields {
 		var hit []string
-		for _, w := range query {
-			if terms[w]&f.Bit != 0 {
+		for i, w := range query {
+			if fields(i)&f.Bit != 0 {
 				hit = append(hit, w)
 			}
 		}
@@ -155,7 +166,7 @@ func ScoreNode(n *kura.Node, query []string) (int, []Reason) {
 		idx[w] = i
 	}
 	found := make([]int, len(query))
-	mark := func(bit int, text string) {
+	fieldTexts(n, func(bit int, text string) {
 		if text == "" {
 			return
 		}
@@ -164,40 +175,8 @@ func ScoreNode(n *kura.Node, query []string) (int, []Reason) {
 				found[i] |= bit
 			}
 		}
-	}
-	mark(FieldTitle, n.Title)
-	mark(FieldID, n.ID)
-	for _, f := range n.TargetFiles {
-		mark(FieldTargetFiles, f)
-	}
-	mark(FieldSummary, n.Summary)
-	if n.PayloadRef != nil {
-		mark(FieldPayload, *n.PayloadRef)
-	}
-	if n.Owner != nil {
-		mark(FieldPayload, *n.Owner)
-	}
-	if len(n.Metadata) > 2 {
-		var v any
-		if json.Unmarshal(n.Metadata, &v) == nil {
-			walkPrimitives(v, func(s string) { mark(FieldMetadata, s) })
-		}
-	}
-	score := 0
-	var reasons []Reason
-	for _, f := range Fields {
-		var hit []string
-		for i, w := range query {
-			if found[i]&f.Bit != 0 {
-				hit = append(hit, w)
-			}
-		}
-		if len(hit) > 0 {
-			score += f.Weight * len(hit)
-			reasons = append(reasons, Reason{Code: f.Code, Detail: strings.Join(hit, ", ")})
-		}
-	}
-	return score, reasons
+	})
+	return scoreFields(query, func(i int) int { return found[i] })
 }
 
 func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
