@@ -50,17 +50,17 @@ func TestCorruption_RecordContentChanged(t *testing.T) {
 	for i := range 20 {
 		recs = append(recs, fmt.Sprintf(`{"type":"agent.thought","content":{"i":%d,"text":"MARKER-%02d-untouched"},"author_id":"agent:rel"}`, i, i))
 	}
-	sid, ledger, _ := turnSession(t, p.base, "corrupt", recs)
+	sid, ledger, _ := turnSession(t, p.Base, "corrupt", recs)
 	var out struct {
 		Records []struct{ ID string } `json:"records"`
 	}
-	mustCall(t, "GET", p.base+"/v1/ledgers/"+ledger+"/records?limit=1000", nil, 200, &out)
+	mustCall(t, "GET", p.Base+"/v1/ledgers/"+ledger+"/records?limit=1000", nil, 200, &out)
 	var v verification
-	mustCall(t, "GET", p.base+"/v1/sessions/"+sid+"/verify", nil, 200, &v)
+	mustCall(t, "GET", p.Base+"/v1/sessions/"+sid+"/verify", nil, 200, &v)
 	if !v.OK {
 		t.Fatalf("session does not verify before the damage: %+v", v)
 	}
-	p.stop(t) // the clean stop checkpoints the WAL into kura.db
+	p.Stop(t) // the clean stop checkpoints the WAL into kura.db
 
 	// A bit flip on the medium: "untouched" → "untouchee" in record 3.
 	dbPath := filepath.Join(dataDir, "kura.db")
@@ -103,7 +103,7 @@ func TestCorruption_RecordContentChanged(t *testing.T) {
 			RecordID string `json:"record_id"`
 		} `json:"mismatches"`
 	}
-	mustCall(t, "GET", p.base+"/v1/ledgers/"+ledger+"/verify", nil, 200, &lv)
+	mustCall(t, "GET", p.Base+"/v1/ledgers/"+ledger+"/verify", nil, 200, &lv)
 	bad := map[string]bool{}
 	for _, m := range lv.Mismatches {
 		if m.RecordID != "" { // the root hash's own entry names no record
@@ -115,7 +115,7 @@ func TestCorruption_RecordContentChanged(t *testing.T) {
 	if lv.OK || !bad[out.Records[3].ID] || !bad[out.Records[7].ID] || len(bad) != 2 {
 		t.Errorf("ledger verify after the damage: ok=%v, mismatches %v; want records %s and %s", lv.OK, bad, out.Records[3].ID, out.Records[7].ID)
 	}
-	raw2 := mustCall(t, "GET", p.base+"/v1/sessions/"+sid+"/verify", nil, 200, &v)
+	raw2 := mustCall(t, "GET", p.Base+"/v1/sessions/"+sid+"/verify", nil, 200, &v)
 	if v.OK {
 		t.Errorf("session verifies after its records were changed: %s", raw2)
 	}
@@ -133,9 +133,9 @@ func TestCorruption_DamagedPageStopsStart(t *testing.T) {
 		for j := range 50 {
 			recs = append(recs, fmt.Sprintf(`{"type":"agent.thought","content":{"i":%d,"j":%d,"pad":%q},"author_id":"agent:rel"}`, i, j, strings.Repeat("p", 300)))
 		}
-		mustCall(t, "POST", p.base+"/v1/records/batch", `{"records":[`+strings.Join(recs, ",")+`]}`, 201, nil)
+		mustCall(t, "POST", p.Base+"/v1/records/batch", `{"records":[`+strings.Join(recs, ",")+`]}`, 201, nil)
 	}
-	p.stop(t)
+	p.Stop(t)
 
 	dbPath := filepath.Join(dataDir, "kura.db")
 	db := openRO(t, dataDir)
@@ -157,14 +157,14 @@ func TestCorruption_DamagedPageStopsStart(t *testing.T) {
 
 	p = launch(t, dataDir)
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(30 * time.Second):
-		t.Fatalf("kurad kept running on a damaged database\n%s", p.log)
+		t.Fatalf("kurad kept running on a damaged database\n%s", p.Log)
 	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 1 {
+	if code := p.Cmd.ProcessState.ExitCode(); code != 1 {
 		t.Errorf("kurad exited %d on a damaged database, want 1", code)
 	}
-	if log := p.log.String(); !strings.Contains(log, "database is damaged") && !strings.Contains(log, "failed its quick check") {
+	if log := p.Log.String(); !strings.Contains(log, "database is damaged") && !strings.Contains(log, "failed its quick check") {
 		t.Errorf("kurad's log does not say the database is damaged:\n%s", log)
 	} else {
 		t.Logf("kurad refused to start: %s", strings.TrimSpace(log[strings.LastIndex(strings.TrimSpace(log), "\n")+1:]))
@@ -183,7 +183,7 @@ func TestCorruption_DamagedPageStopsStart(t *testing.T) {
 func TestCorruption_TruncatedWAL(t *testing.T) {
 	dataDir := t.TempDir()
 	p := start(t, dataDir)
-	sid, _, _ := turnSession(t, p.base, "wal", []string{`{"type":"agent.thought","content":"before","author_id":"agent:rel"}`})
+	sid, _, _ := turnSession(t, p.Base, "wal", []string{`{"type":"agent.thought","content":"before","author_id":"agent:rel"}`})
 
 	// Hold a read snapshot from another process so that the checkpointer
 	// cannot copy what follows into kura.db: it stays in the WAL only.
@@ -209,22 +209,22 @@ func TestCorruption_TruncatedWAL(t *testing.T) {
 		for j := range 30 {
 			recs = append(recs, fmt.Sprintf(`{"type":"agent.thought","content":{"batch":%q,"j":%d,"pad":%q},"author_id":"agent:rel"}`, tag, j, strings.Repeat("w", 200)))
 		}
-		mustCall(t, "POST", p.base+"/v1/records/batch", `{"records":[`+strings.Join(recs, ",")+`]}`, 201, nil)
+		mustCall(t, "POST", p.Base+"/v1/records/batch", `{"records":[`+strings.Join(recs, ",")+`]}`, 201, nil)
 		batches = append(batches, sent{tag, 30})
 	}
 	// The last head: a second turn on the session.
 	var turn struct{ ID string }
-	mustCall(t, "POST", p.base+"/v1/sessions/"+sid+"/turns", `{"instruction":{"type":"task.instruction","content":"after","author_id":"user:rel"}}`, 201, &turn)
-	mustCall(t, "POST", p.base+"/v1/turns/"+turn.ID+"/close", `{"status":"complete"}`, 200, nil)
+	mustCall(t, "POST", p.Base+"/v1/sessions/"+sid+"/turns", `{"instruction":{"type":"task.instruction","content":"after","author_id":"user:rel"}}`, 201, &turn)
+	mustCall(t, "POST", p.Base+"/v1/turns/"+turn.ID+"/close", `{"status":"complete"}`, 200, nil)
 	var sess struct {
 		HeadHash string `json:"head_hash"`
 	}
-	mustCall(t, "GET", p.base+"/v1/sessions/"+sid, nil, 200, &sess)
+	mustCall(t, "GET", p.Base+"/v1/sessions/"+sid, nil, 200, &sess)
 	var info struct {
 		LastEventSeq int64 `json:"last_event_seq"`
 	}
-	mustCall(t, "GET", p.base+"/v1/info", nil, 200, &info)
-	p.kill(t)
+	mustCall(t, "GET", p.Base+"/v1/info", nil, 200, &info)
+	p.Kill(t)
 	conn.ExecContext(context.Background(), "ROLLBACK")
 	conn.Close()
 	reader.Close()
@@ -243,7 +243,7 @@ func TestCorruption_TruncatedWAL(t *testing.T) {
 	var after struct {
 		LastEventSeq int64 `json:"last_event_seq"`
 	}
-	mustCall(t, "GET", p.base+"/v1/info", nil, 200, &after)
+	mustCall(t, "GET", p.Base+"/v1/info", nil, 200, &after)
 	if after.LastEventSeq >= info.LastEventSeq {
 		t.Fatalf("the cut WAL lost nothing (seq %d → %d): the test did not cut into commits", info.LastEventSeq, after.LastEventSeq)
 	}
@@ -251,15 +251,15 @@ func TestCorruption_TruncatedWAL(t *testing.T) {
 		OK                  bool  `json:"ok"`
 		ExpectHeadHashFound *bool `json:"expect_head_hash_found"`
 	}
-	raw := mustCall(t, "GET", p.base+"/v1/sessions/"+sid+"/verify", nil, 200, &v)
+	raw := mustCall(t, "GET", p.Base+"/v1/sessions/"+sid+"/verify", nil, 200, &v)
 	if !v.OK {
 		t.Errorf("the older state does not verify: %s", raw)
 	}
-	raw = mustCall(t, "GET", p.base+"/v1/sessions/"+sid+"/verify?expect_head_hash="+sess.HeadHash, nil, 200, &v)
+	raw = mustCall(t, "GET", p.Base+"/v1/sessions/"+sid+"/verify?expect_head_hash="+sess.HeadHash, nil, 200, &v)
 	if v.OK || v.ExpectHeadHashFound == nil || *v.ExpectHeadHashFound {
 		t.Errorf("verify with the lost head hash does not report the cut: %s", raw)
 	}
-	p.stop(t)
+	p.Stop(t)
 	db := openRO(t, dataDir)
 	integrityCheck(t, db)
 	whole := 0

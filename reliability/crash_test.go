@@ -231,8 +231,8 @@ func TestCrash_SIGKILLUnderMixedLoad(t *testing.T) {
 	minKillMS = 1 << 30
 	started := time.Now()
 	for c := 1; c <= cycles; c++ {
-		nc := b.subscribe(t, p.nats)
-		l := &load{t: t, base: p.base, cycle: c, b: b}
+		nc := b.subscribe(t, p.NATS)
+		l := &load{t: t, base: p.Base, cycle: c, b: b}
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		for w := range 2 {
@@ -244,12 +244,12 @@ func TestCrash_SIGKILLUnderMixedLoad(t *testing.T) {
 		killAfter := 300 + rand.IntN(900)
 		maxKillMS, minKillMS = max(maxKillMS, killAfter), min(minKillMS, killAfter)
 		time.Sleep(time.Duration(killAfter) * time.Millisecond)
-		p.kill(t)
+		p.Kill(t)
 		cancel()
 		wg.Wait()
 		nc.Close()
 		if t.Failed() {
-			t.Fatalf("cycle %d: wrong answers under load\n%s", c, p.log)
+			t.Fatalf("cycle %d: wrong answers under load\n%s", c, p.Log)
 		}
 
 		lastSeq, n := checkDisk(t, dataDir, b, c)
@@ -262,7 +262,7 @@ func TestCrash_SIGKILLUnderMixedLoad(t *testing.T) {
 		b.heard = map[int64]pointer{}
 		b.mu.Unlock()
 		if t.Failed() {
-			t.Fatalf("cycle %d failed\n%s", c, p.log)
+			t.Fatalf("cycle %d failed\n%s", c, p.Log)
 		}
 	}
 	b.mu.Lock()
@@ -458,7 +458,7 @@ func checkServed(t *testing.T, p *proc, b *book, cycle int, lastSeq int64) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		mustCall(t, "GET", p.base+"/v1/info", nil, 200, &info)
+		mustCall(t, "GET", p.Base+"/v1/info", nil, 200, &info)
 		if info.Outbox.PublishedSeq >= lastSeq || time.Now().After(deadline) {
 			break
 		}
@@ -481,7 +481,7 @@ func checkServed(t *testing.T, p *proc, b *book, cycle int, lastSeq int64) {
 				Seq int64 `json:"seq"`
 			} `json:"events"`
 		}
-		mustCall(t, "GET", fmt.Sprintf("%s/v1/events?after=%d&limit=1000", p.base, after), nil, 200, &page)
+		mustCall(t, "GET", fmt.Sprintf("%s/v1/events?after=%d&limit=1000", p.Base, after), nil, 200, &page)
 		if len(page.Events) == 0 {
 			t.Errorf("cycle %d: /v1/events after %d is empty, last seq %d", cycle, after, lastSeq)
 			break
@@ -519,12 +519,12 @@ func checkServed(t *testing.T, p *proc, b *book, cycle int, lastSeq int64) {
 	}
 	n := 0
 	for cursor := ""; ; cursor = sessions.Next {
-		mustCall(t, "GET", p.base+"/v1/sessions?limit=1000&cursor="+cursor, nil, 200, &sessions)
+		mustCall(t, "GET", p.Base+"/v1/sessions?limit=1000&cursor="+cursor, nil, 200, &sessions)
 		for _, s := range sessions.Sessions {
 			var v struct {
 				OK bool `json:"ok"`
 			}
-			raw := mustCall(t, "GET", p.base+"/v1/sessions/"+s.ID+"/verify", nil, 200, &v)
+			raw := mustCall(t, "GET", p.Base+"/v1/sessions/"+s.ID+"/verify", nil, 200, &v)
 			if !v.OK {
 				t.Errorf("cycle %d: session %s does not verify: %s", cycle, s.ID, raw)
 			}
@@ -536,7 +536,7 @@ func checkServed(t *testing.T, p *proc, b *book, cycle int, lastSeq int64) {
 	}
 	for i, id := range ids {
 		var r recordOut
-		mustCall(t, "GET", p.base+"/v1/records/"+id, nil, 200, &r)
+		mustCall(t, "GET", p.Base+"/v1/records/"+id, nil, 200, &r)
 		if r.ContentHash != want[i] {
 			t.Errorf("cycle %d: record %s served with content_hash %s, acknowledged %s", cycle, id, r.ContentHash, want[i])
 		}

@@ -172,8 +172,8 @@ func TestDiskFull_Tmpfs(t *testing.T) {
 	})
 	dataDir := filepath.Join(mnt, "data")
 	p := start(t, dataDir)
-	t.Cleanup(func() { p.kill(t) }) // runs before the umount
-	mustCall(t, "POST", p.base+"/v1/records", `{"type":"agent.thought","content":{"before":"the filler"},"author_id":"agent:rel"}`, 201, nil)
+	t.Cleanup(func() { p.Kill(t) }) // runs before the umount
+	mustCall(t, "POST", p.Base+"/v1/records", `{"type":"agent.thought","content":{"before":"the filler"},"author_id":"agent:rel"}`, 201, nil)
 
 	// Leave about 600 KB: room for a few batches, not for many.
 	var st syscall.Statfs_t
@@ -185,17 +185,17 @@ func TestDiskFull_Tmpfs(t *testing.T) {
 	if err := os.WriteFile(filler, make([]byte, free-600<<10), 0o600); err != nil {
 		t.Fatalf("filler: %v", err)
 	}
-	acked, refusal := fillUntilFull(t, p.base, 2000)
+	acked, refusal := fillUntilFull(t, p.Base, 2000)
 	t.Logf("tmpfs full: %d records acknowledged, then %s", len(acked), refusal)
-	checkFullBehaviour(t, p.base, acked)
+	checkFullBehaviour(t, p.Base, acked)
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	checkWritesAgain(t, p.base, acked)
+	checkWritesAgain(t, p.Base, acked)
 
 	// A clean stop on the freed disk, then every acknowledged record is in
 	// a sound file.
-	p.stop(t)
+	p.Stop(t)
 	db := openRO(t, dataDir)
 	integrityCheck(t, db)
 	for id, hash := range acked {

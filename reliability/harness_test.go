@@ -9,141 +9,45 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kura-memory/kura/internal/kuradtest"
 	_ "modernc.org/sqlite"
 )
 
 var kuradBin string
 
-// TestMain builds the real kurad once per test binary (the Go build cache
-// makes a rebuild of an unchanged tree cheap); every test runs it as a
-// separate process so that SIGKILL, a full disk and a damaged file hit the
-// shipped program.
+// TestMain builds the real kurad once per test binary; every test runs it
+// as a separate process so that SIGKILL, a full disk and a damaged file
+// hit the shipped program.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "kura-reliability")
+	bin, cleanup, err := kuradtest.BuildKurad("kura-reliability")
 	if err != nil {
-		panic(err)
-	}
-	kuradBin = filepath.Join(dir, "kurad")
-	cmd := exec.Command("go", "build", "-o", kuradBin, "github.com/kura-memory/kura/cmd/kurad")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build kurad:", err)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	kuradBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
-// proc is one running kurad.
-type proc struct {
-	cmd  *exec.Cmd
-	base string
-	nats string
-	log  *syncBuffer
-	done chan struct{}
-	err  error
-}
+type proc = kuradtest.Proc
 
 // launch starts kurad on dataDir without waiting for it.
 func launch(t testing.TB, dataDir string, extra ...string) *proc {
 	t.Helper()
-	os.Remove(filepath.Join(dataDir, "kurad.addr"))
-	args := append([]string{"--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
-	cmd := exec.Command(kuradBin, args...)
-	p := &proc{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.log, p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-p.done
-	})
-	return p
+	return kuradtest.Launch(t, kuradBin, dataDir, nil, extra...)
 }
 
 // start runs kurad on dataDir and waits until /readyz answers 200.
 func start(t testing.TB, dataDir string, extra ...string) *proc {
 	t.Helper()
-	p := launch(t, dataDir, extra...)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(filepath.Join(dataDir, "kurad.addr")); err == nil {
-			var a struct{ HTTP, NATS string }
-			if json.Unmarshal(b, &a) == nil && a.HTTP != "" {
-				p.base, p.nats = "http://"+a.HTTP, a.NATS
-				if resp, err := http.Get(p.base + "/readyz"); err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == 200 {
-						return p
-					}
-				}
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("kurad exited during start: %v\n%s", p.err, p.log)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	t.Fatalf("kurad not ready within 30s\n%s", p.log)
-	return nil
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *proc) kill(t testing.TB) {
-	t.Helper()
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.waitExit(t, 10*time.Second)
-}
-
-// stop asks for a graceful shutdown and waits for it.
-func (p *proc) stop(t testing.TB) {
-	t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.waitExit(t, 30*time.Second); code != 0 {
-		t.Fatalf("kurad exited %d on SIGTERM\n%s", code, p.log)
-	}
-}
-
-func (p *proc) waitExit(t testing.TB, d time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(d):
-		t.Fatalf("kurad did not exit within %s\n%s", d, p.log)
-		return -1
-	}
-}
-
-// syncBuffer collects the child's output, written from exec's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return kuradtest.StartBinary(t, kuradBin, dataDir, nil, extra...)
 }
 
 // client is a correct API client: short timeouts, keep-alive.

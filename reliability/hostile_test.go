@@ -112,14 +112,14 @@ func TestHostile_BadInputUnderLoad(t *testing.T) {
 	dataDir := t.TempDir()
 	p := start(t, dataDir)
 	var s struct{ ID string }
-	mustCall(t, "POST", p.base+"/v1/sessions", `{"project":"rel","name":"hostile"}`, 201, &s)
+	mustCall(t, "POST", p.Base+"/v1/sessions", `{"project":"rel","name":"hostile"}`, 201, &s)
 	var turn struct{ ID string }
-	mustCall(t, "POST", p.base+"/v1/sessions/"+s.ID+"/turns", `{"instruction":{"type":"task.instruction","content":"x","author_id":"user:rel"}}`, 201, &turn)
+	mustCall(t, "POST", p.Base+"/v1/sessions/"+s.ID+"/turns", `{"instruction":{"type":"task.instruction","content":"x","author_id":"user:rel"}}`, 201, &turn)
 	posts, gets := hostileTargets(s.ID, turn.ID)
 	var info struct {
 		LastEventSeq int64 `json:"last_event_seq"`
 	}
-	mustCall(t, "GET", p.base+"/v1/info", nil, 200, &info)
+	mustCall(t, "GET", p.Base+"/v1/info", nil, 200, &info)
 	seqBefore := info.LastEventSeq
 
 	ctx, cancel := context.WithTimeout(context.Background(), dur)
@@ -138,7 +138,7 @@ func TestHostile_BadInputUnderLoad(t *testing.T) {
 				if r.IntN(5) == 0 {
 					path := gets[r.IntN(len(gets))]
 					what = "GET " + path
-					req, _ = http.NewRequest("GET", p.base+path, nil)
+					req, _ = http.NewRequest("GET", p.Base+path, nil)
 				} else {
 					kind := r.IntN(7)
 					if kind == 4 && r.IntN(10) != 0 {
@@ -147,7 +147,7 @@ func TestHostile_BadInputUnderLoad(t *testing.T) {
 					name, body, ct := hostileBody(r, kind)
 					path := posts[r.IntN(len(posts))]
 					what = name + " to " + path
-					req, _ = http.NewRequest("POST", p.base+path, bytes.NewReader(body))
+					req, _ = http.NewRequest("POST", p.Base+path, bytes.NewReader(body))
 					req.Header.Set("Content-Type", ct)
 				}
 				resp, err := hostile.Do(req)
@@ -178,7 +178,7 @@ func TestHostile_BadInputUnderLoad(t *testing.T) {
 	// Slow loris: connections that dribble a request a byte at a time.
 	for i := range 40 {
 		wg.Go(func() {
-			c, err := net.Dial("tcp", strings.TrimPrefix(p.base, "http://"))
+			c, err := net.Dial("tcp", strings.TrimPrefix(p.Base, "http://"))
 			if err != nil {
 				t.Errorf("slow client dial: %v", err)
 				return
@@ -209,7 +209,7 @@ func TestHostile_BadInputUnderLoad(t *testing.T) {
 	for i := 0; ctx.Err() == nil; i++ {
 		t0 := time.Now()
 		var rec recordOut
-		code, raw, err := call(context.Background(), "POST", p.base+"/v1/records", fmt.Sprintf(`{"type":"agent.thought","content":{"good":%d},"author_id":"agent:rel"}`, i), &rec)
+		code, raw, err := call(context.Background(), "POST", p.Base+"/v1/records", fmt.Sprintf(`{"type":"agent.thought","content":{"good":%d},"author_id":"agent:rel"}`, i), &rec)
 		lat = append(lat, time.Since(t0))
 		if err != nil || code != 201 {
 			errs++
@@ -218,7 +218,7 @@ func TestHostile_BadInputUnderLoad(t *testing.T) {
 		}
 		writes++
 		t0 = time.Now()
-		code, raw, err = call(context.Background(), "GET", p.base+"/v1/records/"+rec.ID, nil, nil)
+		code, raw, err = call(context.Background(), "GET", p.Base+"/v1/records/"+rec.ID, nil, nil)
 		lat = append(lat, time.Since(t0))
 		if err != nil || code != 200 {
 			errs++
@@ -240,7 +240,7 @@ func TestHostile_BadInputUnderLoad(t *testing.T) {
 	if hostileN.Load() < 50 {
 		t.Errorf("only %d hostile requests were answered: the load did not happen", hostileN.Load())
 	}
-	mustCall(t, "GET", p.base+"/v1/info", nil, 200, &info)
+	mustCall(t, "GET", p.Base+"/v1/info", nil, 200, &info)
 	if got := info.LastEventSeq - seqBefore; got != int64(writes) {
 		t.Errorf("%d events were written during the flood, %d by the correct client: hostile input changed data", got, writes)
 	}

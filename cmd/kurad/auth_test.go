@@ -76,42 +76,42 @@ func TestKurad_TokensReloadOnSIGHUP(t *testing.T) {
 	}
 	write(tokenLine("tok-a", "agent:a reader * *"))
 	p := startKurad(t, filepath.Join(dir, "data"), "--tokens-file", file, "--log-level", "info")
-	if c := status(t, p.base, "/healthz", ""); c != 200 {
+	if c := status(t, p.Base, "/healthz", ""); c != 200 {
 		t.Fatalf("healthz %d", c)
 	}
 	for _, tok := range []string{"", "tok-b", "tok-aa", "Bearer"} {
-		if c := status(t, p.base, "/v1/info", tok); c != 401 {
+		if c := status(t, p.Base, "/v1/info", tok); c != 401 {
 			t.Fatalf("info with %q: %d, want 401", tok, c)
 		}
 	}
-	if c := status(t, p.base, "/v1/info", "tok-a"); c != 200 {
+	if c := status(t, p.Base, "/v1/info", "tok-a"); c != 200 {
 		t.Fatalf("info with tok-a: %d", c)
 	}
 	hup := func(wantLog string) {
 		t.Helper()
-		p.cmd.Process.Signal(syscall.SIGHUP)
+		p.Cmd.Process.Signal(syscall.SIGHUP)
 		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(p.log.String(), wantLog) {
+		for !strings.Contains(p.Log.String(), wantLog) {
 			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the log:\n%s", wantLog, p.log)
+				t.Fatalf("no %q in the log:\n%s", wantLog, p.Log)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	write(tokenLine("tok-b", "agent:b reader * *"))
 	hup("tokens reloaded")
-	if c := status(t, p.base, "/v1/info", "tok-a"); c != 401 {
+	if c := status(t, p.Base, "/v1/info", "tok-a"); c != 401 {
 		t.Fatalf("revoked tok-a: %d, want 401", c)
 	}
-	if c := status(t, p.base, "/v1/info", "tok-b"); c != 200 {
+	if c := status(t, p.Base, "/v1/info", "tok-b"); c != 200 {
 		t.Fatalf("new tok-b: %d", c)
 	}
 	write(tokenLine("tok-c", "agent:c owner * *"))
 	hup("tokens not reloaded")
-	if c := status(t, p.base, "/v1/info", "tok-b"); c != 200 {
+	if c := status(t, p.Base, "/v1/info", "tok-b"); c != 200 {
 		t.Fatalf("tok-b after a bad reload: %d", c)
 	}
-	if c := status(t, p.base, "/v1/info", "tok-c"); c != 401 {
+	if c := status(t, p.Base, "/v1/info", "tok-c"); c != 401 {
 		t.Fatalf("tok-c from a bad file: %d", c)
 	}
 }

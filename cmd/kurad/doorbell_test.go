@@ -63,7 +63,7 @@ func TestKurad_DoorbellAfterSIGKILL(t *testing.T) {
 				for j := range 10 {
 					recs = append(recs, fmt.Sprintf(`{"type":"agent.thought","content":{"w":%d,"i":%d,"j":%d},"author_id":"agent:load"}`, w, i, j))
 				}
-				resp, err := client.Post(p.base+"/v1/records/batch", "application/json", strings.NewReader(`{"records":[`+strings.Join(recs, ",")+`]}`))
+				resp, err := client.Post(p.Base+"/v1/records/batch", "application/json", strings.NewReader(`{"records":[`+strings.Join(recs, ",")+`]}`))
 				if err != nil {
 					return
 				}
@@ -85,8 +85,8 @@ func TestKurad_DoorbellAfterSIGKILL(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.wait(t, 10*time.Second)
+	p.Cmd.Process.Signal(syscall.SIGKILL)
+	p.Wait(t, 10*time.Second)
 	close(stop)
 	wg.Wait()
 	nc.Close()
@@ -134,7 +134,7 @@ func TestKurad_DoorbellAfterSIGKILL(t *testing.T) {
 	}
 	deadline = time.Now().Add(20 * time.Second)
 	for {
-		resp, err := client.Get(p2.base + "/v1/info")
+		resp, err := client.Get(p2.Base + "/v1/info")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestKurad_DoorbellAfterSIGKILL(t *testing.T) {
 	if info.LastEventSeq != lastSeq || info.Outbox.PublishedSeq != lastSeq {
 		t.Fatalf("after restart: last seq %d, published %d; want both %d", info.LastEventSeq, info.Outbox.PublishedSeq, lastSeq)
 	}
-	resp, err := client.Get(p2.base + "/metrics")
+	resp, err := client.Get(p2.Base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kura-memory/kura/internal/kuradtest"
 	_ "modernc.org/sqlite"
 )
 
@@ -26,29 +26,18 @@ var kuradBin string
 // TestMain builds the real kurad binary once; the tests run it as a
 // separate process so that SIGKILL and SIGTERM are real.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "kurad-test")
+	bin, cleanup, err := kuradtest.BuildKurad("kurad-test")
 	if err != nil {
-		panic(err)
-	}
-	kuradBin = filepath.Join(dir, "kurad")
-	cmd := exec.Command("go", "build", "-o", kuradBin, ".")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build kurad:", err)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	kuradBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
-type proc struct {
-	cmd  *exec.Cmd
-	base string
-	log  *syncBuffer
-	done chan struct{} // closed when the process has exited
-	err  error
-}
+type proc = kuradtest.Proc
 
 // startKurad runs kurad on dataDir with ports picked by the OS and waits
 // for kurad.addr and /readyz.
@@ -59,73 +48,7 @@ func startKurad(t *testing.T, dataDir string, extra ...string) *proc {
 
 func startKuradEnv(t *testing.T, dataDir string, env []string, extra ...string) *proc {
 	t.Helper()
-	os.Remove(filepath.Join(dataDir, "kurad.addr"))
-	args := append([]string{"--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
-	cmd := exec.Command(kuradBin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	p := &proc{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.log, p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-p.done
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(filepath.Join(dataDir, "kurad.addr"))
-		if err == nil {
-			var a struct{ HTTP, NATS string }
-			if json.Unmarshal(b, &a) == nil && a.HTTP != "" {
-				p.base = "http://" + a.HTTP
-				if resp, err := http.Get(p.base + "/readyz"); err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == 200 {
-						return p
-					}
-				}
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("kurad exited during start: %v\n%s", p.err, p.log)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	t.Fatalf("kurad not ready within 20s\n%s", p.log)
-	return nil
-}
-
-func (p *proc) wait(t *testing.T, d time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(d):
-		t.Fatalf("kurad did not exit within %s\n%s", d, p.log)
-		return -1
-	}
-}
-
-// syncBuffer collects the child's output; the exec package writes to it
-// from its own goroutine while tests may print it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return kuradtest.StartBinary(t, kuradBin, dataDir, env, extra...)
 }
 
 type ack struct {
@@ -167,7 +90,7 @@ func TestKurad_SIGKILLKeepsAcknowledgedWrites(t *testing.T) {
 					} else {
 						body = fmt.Sprintf(`{"type":"agent.thought","content":{"c":%d,"w":%d,"i":%d},"author_id":"agent:load"}`, cycle, w, i)
 					}
-					resp, err := client.Post(p.base+path, "application/json", strings.NewReader(body))
+					resp, err := client.Post(p.Base+path, "application/json", strings.NewReader(body))
 					if err != nil {
 						return // the process died mid-request: not acknowledged
 					}
@@ -207,21 +130,21 @@ func TestKurad_SIGKILLKeepsAcknowledgedWrites(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		p.cmd.Process.Signal(syscall.SIGKILL)
-		p.wait(t, 10*time.Second)
+		p.Cmd.Process.Signal(syscall.SIGKILL)
+		p.Wait(t, 10*time.Second)
 		close(stop)
 		wg.Wait()
 		mu.Lock()
 		all = append(all, acked...)
 		mu.Unlock()
 		if len(acked) == 0 {
-			t.Fatalf("cycle %d: no write was acknowledged before the kill\n%s", cycle, p.log)
+			t.Fatalf("cycle %d: no write was acknowledged before the kill\n%s", cycle, p.Log)
 		}
 
 		// Restart and look for every record ever acknowledged.
 		p2 := startKurad(t, dataDir)
 		for _, a := range all {
-			resp, err := client.Get(p2.base + "/v1/records/" + a.id)
+			resp, err := client.Get(p2.Base + "/v1/records/" + a.id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,9 +156,9 @@ func TestKurad_SIGKILLKeepsAcknowledgedWrites(t *testing.T) {
 			}
 		}
 		t.Logf("cycle %d: %d acknowledged before SIGKILL, %d checked after restart", cycle, len(acked), len(all))
-		p2.cmd.Process.Signal(syscall.SIGTERM)
-		if code := p2.wait(t, 20*time.Second); code != 0 {
-			t.Fatalf("graceful stop: exit %d\n%s", code, p2.log)
+		p2.Cmd.Process.Signal(syscall.SIGTERM)
+		if code := p2.Wait(t, 20*time.Second); code != 0 {
+			t.Fatalf("graceful stop: exit %d\n%s", code, p2.Log)
 		}
 	}
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "kura.db")+"?mode=ro")
@@ -257,14 +180,14 @@ func TestKurad_SIGKILLKeepsAcknowledgedWrites(t *testing.T) {
 func TestKurad_GracefulShutdown(t *testing.T) {
 	dataDir := t.TempDir()
 	p := startKurad(t, dataDir)
-	resp, err := http.Post(p.base+"/v1/records", "application/json", strings.NewReader(`{"type":"agent.thought","content":"bye","author_id":"agent:bmo"}`))
+	resp, err := http.Post(p.Base+"/v1/records", "application/json", strings.NewReader(`{"type":"agent.thought","content":"bye","author_id":"agent:bmo"}`))
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("write: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.wait(t, 20*time.Second); code != 0 {
-		t.Fatalf("exit code %d, want 0\n%s", code, p.log)
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.Wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit code %d, want 0\n%s", code, p.Log)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "kurad.addr")); !os.IsNotExist(err) {
 		t.Errorf("kurad.addr left behind after a clean stop")
@@ -358,10 +281,10 @@ func TestKurad_SystemdNotify(t *testing.T) {
 	p := startKuradEnv(t, t.TempDir(), []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=200000"})
 	next("READY=1")
 	next("WATCHDOG=1")
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.Cmd.Process.Signal(syscall.SIGTERM)
 	next("STOPPING=1")
-	if code := p.wait(t, 20*time.Second); code != 0 {
-		t.Fatalf("exit %d\n%s", code, p.log)
+	if code := p.Wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.Log)
 	}
 }
 
@@ -385,26 +308,26 @@ func TestKurad_IdempotencySurvivesRestart(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	st, body := post(p.base, "/v1/sessions", "", `{"project":"hashi","name":"restart"}`)
+	st, body := post(p.Base, "/v1/sessions", "", `{"project":"hashi","name":"restart"}`)
 	if st != 201 {
 		t.Fatalf("session: %d %s", st, body)
 	}
 	var s struct{ ID string }
 	json.Unmarshal([]byte(body), &s)
 	open := `{"instruction":{"content":"only once","author_id":"user:oles"}}`
-	st1, first := post(p.base, "/v1/sessions/"+s.ID+"/turns", "open-1", open)
+	st1, first := post(p.Base, "/v1/sessions/"+s.ID+"/turns", "open-1", open)
 	if st1 != 201 {
 		t.Fatalf("open: %d %s", st1, first)
 	}
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.wait(t, 10*time.Second)
+	p.Cmd.Process.Signal(syscall.SIGKILL)
+	p.Wait(t, 10*time.Second)
 
 	p2 := startKurad(t, dataDir)
-	st2, again := post(p2.base, "/v1/sessions/"+s.ID+"/turns", "open-1", open)
+	st2, again := post(p2.Base, "/v1/sessions/"+s.ID+"/turns", "open-1", open)
 	if st2 != st1 || again != first {
 		t.Fatalf("retry after restart: %d %s, want %d %s", st2, again, st1, first)
 	}
-	resp, err := http.Get(p2.base + "/v1/turns?session_id=" + s.ID)
+	resp, err := http.Get(p2.Base + "/v1/turns?session_id=" + s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

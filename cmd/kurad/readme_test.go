@@ -32,7 +32,7 @@ func TestREADME_Walkthrough(t *testing.T) {
 		t.Fatalf("walkthrough does not start from %s", addr)
 	}
 	p := startKurad(t, t.TempDir())
-	script := "set -eu\n" + strings.Replace(block, addr, "KURA="+p.base, 1)
+	script := "set -eu\n" + strings.Replace(block, addr, "KURA="+p.Base, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "bash", "-c", script).CombinedOutput()
