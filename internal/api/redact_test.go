@@ -64,6 +64,9 @@ func TestAPI_RedactRecord(t *testing.T) {
 			{"BlankReason", "/v1/records/" + id + "/redact", `{"reason":"  "}`, 400},
 			{"LongReason", "/v1/records/" + id + "/redact", `{"reason":"` + strings.Repeat("x", 1025) + `"}`, 400},
 			{"UnknownField", "/v1/records/" + id + "/redact", `{"reason":"x","content":"y"}`, 400},
+			{"Malformed", "/v1/records/" + id + "/redact", `{"reason":`, 400},
+			{"WrongType", "/v1/records/" + id + "/redact", `{"reason":7}`, 400},
+			{"Oversized", "/v1/records/" + id + "/redact", `{"reason":"` + strings.Repeat("x", 5<<20) + `"}`, 413},
 			{"BadID", "/v1/records/nope/redact", `{"reason":"x"}`, 400},
 			{"UnknownID", "/v1/records/01a1fdca-0000-7000-8000-0000000000ff/redact", `{"reason":"x"}`, 404},
 		} {
@@ -152,8 +155,8 @@ func TestAPI_RedactRecord(t *testing.T) {
 	})
 }
 
-// TestAPI_RedactNeedsAdmin serves the API over a real store with the
-// principal a token would give, and checks that only an admin redacts.
+// TestAPI_RedactNeedsAdmin runs a kurad with tokens: only an admin
+// redacts, a refusal changes nothing, and who redacted is the caller.
 func TestAPI_RedactNeedsAdmin(t *testing.T) {
 	e := startAuthKurad(t, nil)
 	for _, tc := range []struct {
