@@ -495,15 +495,19 @@ func checkSessionCreate(s *Server, r *http.Request, rc *chi.Context, p auth.Prin
 		return denied("scope %s is outside the token's scopes", scope)
 	}
 	if in.FromLedgerID != "" {
-		ok, err := s.ledgerVisible(r.Context(), p, in.FromLedgerID)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return kura.Invalid("from_ledger_id", "ledger %s does not exist", in.FromLedgerID).WithDetail("missing", []string{in.FromLedgerID})
-		}
+		return s.requireLedger(r.Context(), p, "from_ledger_id", in.FromLedgerID)
 	}
 	return nil
+}
+
+// requireLedger refuses a reference to a ledger the caller may not see
+// exactly as the store refuses one that does not exist.
+func (s *Server) requireLedger(ctx context.Context, p auth.Principal, field, id string) error {
+	ok, err := s.ledgerVisible(ctx, p, id)
+	if err == nil && !ok {
+		err = kura.Invalid(field, "ledger %s does not exist", id).WithDetail("missing", []string{id})
+	}
+	return err
 }
 
 // checkHeadMove: moving a head by hand is for admins and the session's
@@ -524,11 +528,7 @@ func checkHeadMove(s *Server, r *http.Request, rc *chi.Context, p auth.Principal
 	if !s.peekBody(r, &mv) || !kura.ValidID(mv.LedgerID) {
 		return nil
 	}
-	ok, err := s.ledgerVisible(r.Context(), p, mv.LedgerID)
-	if err == nil && !ok {
-		err = kura.Invalid("ledger_id", "ledger %s does not exist", mv.LedgerID).WithDetail("missing", []string{mv.LedgerID})
-	}
-	return err
+	return s.requireLedger(r.Context(), p, "ledger_id", mv.LedgerID)
 }
 
 // checkRecordRefs binds the authors of new records and refuses existing
