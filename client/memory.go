@@ -166,12 +166,16 @@ type nodeInputWire struct {
 	DerivedFrom []string        `json:"derived_from,omitzero"`
 	Metadata    json.RawMessage `json:"metadata,omitzero"`
 	Reason      string          `json:"reason,omitzero"`
+	// Writer is kurad's: it takes the writer from the token, never from
+	// the body.
+	Writer kura.Writer `json:"-"`
 }
 
 type transitionWire struct {
-	Lifecycle string  `json:"lifecycle"`
-	Authority *string `json:"authority,omitzero"`
-	Reason    string  `json:"reason"`
+	Lifecycle string      `json:"lifecycle"`
+	Authority *string     `json:"authority,omitzero"`
+	Reason    string      `json:"reason"`
+	Writer    kura.Writer `json:"-"` // kurad's, as in nodeInputWire
 }
 
 type relationInputWire struct {

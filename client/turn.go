@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/kura-memory/kura/internal/kura"
 )
 
 // TurnListOptions filters and pages GET /v1/turns. Zero values are left out
@@ -75,6 +77,9 @@ type turnAppendWire struct {
 type turnCloseWire struct {
 	Epoch  *int64 `json:"epoch,omitempty"`
 	Status string `json:"status,omitempty"`
+	// kurad's own, from the token: never sent.
+	Closer        kura.Writer `json:"-"`
+	MayWriteScope bool        `json:"-"`
 }
 
 // OpenTurn opens a turn on a session (POST /v1/sessions/{id}/turns): kurad

@@ -49,24 +49,26 @@ func (e *VerificationError) Error() string {
 	return b.String()
 }
 
-// isNullContent reports whether raw is what a redacted record carries.
+// isNullContent reports whether raw is what a redacted or withheld record
+// carries.
 func isNullContent(raw []byte) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) == 0 || string(t) == "null"
 }
 
-// checkRecord recomputes r's content_hash (unless redacted), hash and seal
+// checkRecord recomputes r's content_hash (unless redacted or withheld), hash and seal
 // and returns the seal it computed with the mismatches. Each value is
 // computed from the primary data (content, type, author, metadata, time),
 // never from the stored value one step below it, so a changed content shows
-// up at every level it breaks; where a value cannot be computed (a redacted
-// record's content hash), the stored one is carried up.
+// up at every level it breaks; where a value cannot be computed (the
+// content hash of a record redacted, or withheld from this reader), the
+// stored one is carried up.
 func checkRecord(r *Record, pos *int) (seal string, ms []Mismatch) {
 	add := func(field, stored, computed string) {
 		ms = append(ms, Mismatch{RecordID: r.ID, Position: pos, Field: field, Stored: stored, Computed: computed})
 	}
 	contentHash := r.ContentHash
-	if !(r.Redacted && isNullContent(r.Content)) {
+	if !((r.Redacted || r.Withheld) && isNullContent(r.Content)) {
 		ch, _, err := kurahash.ContentHash(r.Content)
 		switch {
 		case err != nil:
@@ -90,7 +92,9 @@ func checkRecord(r *Record, pos *int) (seal string, ms []Mismatch) {
 // VerifyRecord recomputes r's content_hash, hash and seal and returns a
 // *VerificationError when any differs from what r says. A redacted record
 // (Redacted set, content null) keeps only its content_hash, which is then
-// taken as given: hash and seal are still checked against it.
+// taken as given: hash and seal are still checked against it. A withheld
+// one (Withheld set, content null: kurad's packed memory of a scope the
+// reader does not hold) is checked the same way.
 func VerifyRecord(r *Record) error {
 	if r == nil {
 		return errors.New("verify record: nil record")
@@ -139,6 +143,9 @@ func CheckLedgerHashes(l *Ledger, records []Record, parentHashes []string) *Veri
 		leaves[i], _ = kurahash.DecodeHash(seal) // a computed seal is always a digest
 		if records[i].Redacted {
 			v.Redacted = append(v.Redacted, records[i].ID)
+		}
+		if records[i].Withheld {
+			v.Withheld = append(v.Withheld, records[i].ID)
 		}
 	}
 	root := kurahash.MerkleRoot(leaves)

@@ -160,6 +160,13 @@ func TestVerifyRecord(t *testing.T) {
 			r.ContentHash = strings.Repeat("1", 64)
 		}, []string{"hash", "seal"}},
 		{"NullContentNotRedacted", func(r *client.Record) { r.Content = json.RawMessage("null") }, []string{"content_hash", "hash", "seal"}},
+		{"Withheld", func(r *client.Record) { r.Withheld, r.Content = true, json.RawMessage("null") }, nil},
+		{"WithheldContentHashChanged", func(r *client.Record) {
+			r.Withheld, r.Content = true, json.RawMessage("null")
+			r.ContentHash = strings.Repeat("1", 64)
+		}, []string{"hash", "seal"}},
+		// Withheld with content still there: the content is checked.
+		{"WithheldContentChanged", func(r *client.Record) { r.Withheld, r.Content = true, json.RawMessage(`"other"`) }, []string{"content_hash", "hash", "seal"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,6 +229,10 @@ func TestVerifyLedgerHashes(t *testing.T) {
 		}, []string{"root_hash", "ledger_hash"}},
 		{"RedactedRecord", func(l *client.Ledger, recs []client.Record, parents []string) ([]client.Record, []string) {
 			recs[3].Redacted, recs[3].Content = true, json.RawMessage("null")
+			return recs, parents
+		}, nil},
+		{"WithheldRecord", func(l *client.Ledger, recs []client.Record, parents []string) ([]client.Record, []string) {
+			recs[2].Withheld, recs[2].Content = true, json.RawMessage("null")
 			return recs, parents
 		}, nil},
 		{"LabelChanged", func(l *client.Ledger, recs []client.Record, parents []string) ([]client.Record, []string) {

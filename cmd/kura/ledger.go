@@ -164,6 +164,9 @@ func printVerification(c *cli, v *client.Verification, local bool) error {
 	if len(v.Redacted) > 0 {
 		fmt.Fprintf(tw, "  redacted\t%s\n", strings.Join(v.Redacted, " "))
 	}
+	if len(v.Withheld) > 0 {
+		fmt.Fprintf(tw, "  withheld\t%s\n", strings.Join(v.Withheld, " "))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -274,6 +274,9 @@ func printNode(w io.Writer, n *client.Node) error {
 	}
 	fmt.Fprintf(tw, "created\t%s\n", n.CreatedAt)
 	fmt.Fprintf(tw, "updated\t%s\n", n.UpdatedAt)
+	if n.WrittenBy != "" {
+		fmt.Fprintf(tw, "written by\t%s\n", n.WrittenBy)
+	}
 	return tw.Flush()
 }
 

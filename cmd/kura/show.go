@@ -59,13 +59,16 @@ func printRecord(c *cli, r *client.Record) error {
 	if r.Redacted {
 		fmt.Fprintf(tw, "redacted\tyes\n")
 	}
+	if r.Withheld {
+		fmt.Fprintf(tw, "withheld\tyes (memory of a scope this token does not hold)\n")
+	}
 	for _, k := range sortedKeys(r.Metadata) {
 		fmt.Fprintf(tw, "meta %s\t%s\n", k, r.Metadata[k])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if r.Redacted {
+	if r.Redacted || r.Withheld {
 		return nil
 	}
 	var buf bytes.Buffer
@@ -82,6 +85,9 @@ func printRecord(c *cli, r *client.Record) error {
 func oneLine(r *client.Record, max int) string {
 	if r.Redacted {
 		return "[redacted]"
+	}
+	if r.Withheld {
+		return "[withheld]"
 	}
 	var buf bytes.Buffer
 	s := string(r.Content)

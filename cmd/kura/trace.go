@@ -131,6 +131,9 @@ func lineageLine(it *client.Lineage) string {
 	if it.Redacted {
 		return s + " [redacted]"
 	}
+	if it.Withheld {
+		return s + " [withheld]"
+	}
 	if text := clip(it.Label()); text != "" {
 		s += " " + text
 	}

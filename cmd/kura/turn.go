@@ -295,6 +295,9 @@ func printTurnDetails(w io.Writer, t *client.Turn) error {
 	if len(t.Extracted) > 0 {
 		fmt.Fprintf(tw, "  extracted\t%s\n", strings.Join(t.Extracted, " "))
 	}
+	if sk := t.ExtractionSkipped; sk != nil {
+		fmt.Fprintf(tw, "  not extracted\t%s (%s)\n", strings.Join(sk.Records, " "), sk.Reason)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -237,6 +237,7 @@ type offlineReport struct {
 	ExpectHeadHash      string                `json:"expect_head_hash,omitempty"`
 	ExpectHeadHashFound *bool                 `json:"expect_head_hash_found,omitempty"`
 	Redacted            []string              `json:"redacted,omitempty"`
+	Withheld            []string              `json:"withheld,omitempty"`
 	Problems            []client.SessionIssue `json:"problems"`
 }
 
@@ -250,7 +251,7 @@ func verifyExport(x *exportContents, pub, expectHeadHash string) *offlineReport 
 	for i := range x.Ledgers {
 		byID[x.Ledgers[i].ID] = &x.Ledgers[i]
 	}
-	redacted := map[string]bool{}
+	redacted, withheld := map[string]bool{}, map[string]bool{}
 	for i := range x.Ledgers {
 		l := &x.Ledgers[i]
 		rep.LedgersChecked++
@@ -289,6 +290,12 @@ func verifyExport(x *exportContents, pub, expectHeadHash string) *offlineReport 
 				if !redacted[rid] {
 					redacted[rid] = true
 					rep.Redacted = append(rep.Redacted, rid)
+				}
+			}
+			for _, rid := range v.Withheld {
+				if !withheld[rid] {
+					withheld[rid] = true
+					rep.Withheld = append(rep.Withheld, rid)
 				}
 			}
 		}
@@ -398,6 +405,9 @@ func (c *cli) verifyOffline(file, pubFlag, expectHeadHash string) error {
 			plural(rep.LedgersChecked, "ledger"), plural(rep.RecordsChecked, "record"), plural(rep.HeadMovesChecked, "head move"), pub)
 		if len(rep.Redacted) > 0 {
 			fmt.Fprintf(c.stdout, "  redacted: %s\n", strings.Join(rep.Redacted, " "))
+		}
+		if len(rep.Withheld) > 0 {
+			fmt.Fprintf(c.stdout, "  withheld: %s\n", strings.Join(rep.Withheld, " "))
 		}
 		for _, p := range rep.Problems {
 			where := ""

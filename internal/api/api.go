@@ -34,7 +34,7 @@ type Store interface {
 	ListRecords(ctx context.Context, f kura.RecordFilter) ([]kura.Record, string, error)
 	CreateLedger(ctx context.Context, in *kura.LedgerInput) (*kura.Ledger, error)
 	GetLedger(ctx context.Context, id string, withRecords bool) (*kura.Ledger, error)
-	HydrateLedger(ctx context.Context, id string, after, limit int, w io.Writer, start func(next int) error) error
+	HydrateLedger(ctx context.Context, id string, after, limit int, scopes []string, w io.Writer, start func(next int) error) error
 	VerifyLedger(ctx context.Context, id string) (*kura.Verification, error)
 	Diff(ctx context.Context, a, b string) (*kura.Diff, error)
 	Proof(ctx context.Context, ledgerID, recordID string) (*kura.Proof, error)

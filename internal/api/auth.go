@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,9 @@ import (
 // AccessStore is what the access checks need from the store.
 type AccessStore interface {
 	LedgerVisible(ctx context.Context, id string, projects []string) (bool, error)
-	RecordVisible(ctx context.Context, id, identity string, projects []string) (bool, error)
+	RecordVisible(ctx context.Context, id string, rd kura.Reader) (bool, error)
+	RecordsVisible(ctx context.Context, ids []string, rd kura.Reader) (map[string]bool, error)
+	RecordTypes(ctx context.Context, ids []string) (map[string]string, error)
 	RecordIDByHash(ctx context.Context, hash string) (string, error)
 	SessionAccess(ctx context.Context, id string) (project, scope, createdBy string, err error)
 	TurnAccess(ctx context.Context, id string) (project, scope string, err error)
@@ -329,13 +332,35 @@ func bodyCheck[T any](authors func(*T) []string, more func(s *Server, r *http.Re
 // ledgers) go through the visibility rules.
 func restricted(p auth.Principal) bool { return !p.AllProjects() }
 
+// readerOf is p as the store's record visibility rules take it: a
+// project-limited token reads through its projects, a scope-limited one
+// does not read memory kurad packed from other scopes.
+func readerOf(p auth.Principal) kura.Reader {
+	rd := kura.Reader{Identity: p.Identity}
+	if !p.AllProjects() {
+		rd.Projects = append([]string{}, p.Projects...)
+	}
+	if !p.AllScopes() {
+		rd.Scopes = append([]string{}, p.Scopes...)
+	}
+	return rd
+}
+
+// writerOf is the caller of a memory write as the store checks it: only
+// admins (the tokenless local user among them) write nodes others own.
+func writerOf(r *http.Request) kura.Writer {
+	p := auth.FromContext(r.Context())
+	return kura.Writer{Identity: p.Identity, Admin: p.Can(auth.RoleAdmin)}
+}
+
 func (s *Server) access() AccessStore { return s.store }
 
 func (s *Server) recordVisible(ctx context.Context, p auth.Principal, id string) (bool, error) {
-	if !restricted(p) {
+	rd := readerOf(p)
+	if rd.Unlimited() {
 		return true, nil
 	}
-	return s.access().RecordVisible(ctx, id, p.Identity, p.Projects)
+	return s.access().RecordVisible(ctx, id, rd)
 }
 
 func (s *Server) ledgerVisible(ctx context.Context, p auth.Principal, id string) (bool, error) {
@@ -361,7 +386,7 @@ func recordParam(name string) accessCheck {
 
 func checkRecordHash(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
 	h := rc.URLParam("hash")
-	if !restricted(p) || !kura.ValidHash(h) {
+	if readerOf(p).Unlimited() || !kura.ValidHash(h) {
 		return nil
 	}
 	id, err := s.access().RecordIDByHash(r.Context(), h)
@@ -586,14 +611,57 @@ func checkTurnOpen(s *Server, r *http.Request, rc *chi.Context, p auth.Principal
 }
 
 func checkTurnAppend(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	if err := turnParam(s, r, rc, p); err != nil {
+	scope, err := turnScope(s, r, rc, p)
+	if err != nil {
 		return err
 	}
 	var in kura.TurnAppend
 	if !s.peekBody(r, &in) {
 		return nil
 	}
-	return s.checkRecordRefs(r.Context(), p, in.Records)
+	if err := s.checkRecordRefs(r.Context(), p, in.Records); err != nil {
+		return err
+	}
+	if scope == "" || p.AllowsScope(scope) {
+		return nil
+	}
+	return s.checkNoMemory(r.Context(), scope, in.Records)
+}
+
+// extractedTypes are the record types a turn's close turns into memory
+// nodes of the session's scope.
+var extractedTypes = []string{"memory.fact", "memory.decision"}
+
+// checkNoMemory refuses memory records, new or by id, in the output of a
+// turn whose scope the caller may not write: its close would extract them
+// into that scope, whoever closes it. Record types never change, so the
+// check holds when the append is written.
+func (s *Server) checkNoMemory(ctx context.Context, scope string, refs []kura.RecordRef) error {
+	var ids []string
+	for _, ref := range refs {
+		switch {
+		case ref.RecordID == "":
+			if slices.Contains(extractedTypes, ref.Type) {
+				return memoryScopeDenied(scope, ref.Type)
+			}
+		case kura.ValidID(ref.RecordID):
+			ids = append(ids, ref.RecordID)
+		}
+	}
+	types, err := s.access().RecordTypes(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if slices.Contains(extractedTypes, types[id]) {
+			return memoryScopeDenied(scope, types[id])
+		}
+	}
+	return nil
+}
+
+func memoryScopeDenied(scope, typ string) error {
+	return kura.Errorf(kura.EDenied, "%s records are extracted into scope %s at close, and scope %s is outside the token's scopes", typ, scope, scope).WithDetail("scope", scope)
 }
 
 // scoped checks the {scope} path parameter, then more.

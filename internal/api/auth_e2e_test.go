@@ -44,7 +44,9 @@ func startAuthKurad(t *testing.T, configure func(*daemon.Config)) *authEnv {
 		auth.HashToken(tWA) + " agent:a writer alpha alpha\n" +
 		auth.HashToken(tWA2) + " agent:a2 writer alpha alpha\n" +
 		auth.HashToken(tRA) + " agent:r reader alpha alpha\n" +
-		auth.HashToken(tWB) + " agent:b writer beta beta\n"
+		auth.HashToken(tWB) + " agent:b writer beta beta\n" +
+		auth.HashToken(tWP) + " agent:p writer gamma alpha\n" +
+		auth.HashToken(tRS) + " agent:s reader beta *\n"
 	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -67,7 +68,10 @@ func (s *Server) handleLedgerRecords(w http.ResponseWriter, r *http.Request) {
 	// ledger exists, the records as they are read, the cursor at the end.
 	cursor := ""
 	opened := false
-	err = s.store.HydrateLedger(r.Context(), id, after, limit, w, func(next int) error {
+	// Memory kurad packed from scopes the caller does not hold goes out
+	// withheld.
+	scopes := readerOf(auth.FromContext(r.Context())).Scopes
+	err = s.store.HydrateLedger(r.Context(), id, after, limit, scopes, w, func(next int) error {
 		if next >= 0 {
 			cursor = encodeCursor("p", strconv.Itoa(next))
 		}

@@ -31,6 +31,10 @@ func (s *Server) registerMemoryRoutes(r chi.Router) {
 		r.Use(s.scopeParam)
 		r.Post("/nodes", s.idempotent(s.handleNodePut))
 		r.Post("/nodes/batch", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.NodeBatchInput) (kura.NodeBatch, error) {
+			w := writerOf(r)
+			for i := range in.Nodes {
+				in.Nodes[i].Writer = w
+			}
 			nodes, err := s.store.PutNodes(r.Context(), chi.URLParam(r, "scope"), in.Nodes)
 			return kura.NodeBatch{Nodes: nodes}, err
 		})))
@@ -38,9 +42,11 @@ func (s *Server) registerMemoryRoutes(r chi.Router) {
 		r.Get("/nodes/{ref}", s.handleNodeGet)
 		r.Get("/nodes/{ref}/history", s.handleNodeHistory)
 		r.Post("/nodes/{ref}/transition", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusOK, func(r *http.Request, in *kura.Transition) (*kura.Node, error) {
+			in.Writer = writerOf(r)
 			return s.store.TransitionNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in)
 		})))
 		r.Post("/nodes/{ref}/revise", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.NodeInput) (*kura.Revision, error) {
+			in.Writer = writerOf(r)
 			return s.store.ReviseNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in)
 		})))
 		r.Post("/relations", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.RelationInput) (*kura.Relation, error) {
@@ -71,6 +77,7 @@ func (s *Server) handleNodePut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	in.Writer = writerOf(r)
 	n, created, err := s.store.PutNode(r.Context(), chi.URLParam(r, "scope"), &in)
 	if err != nil {
 		s.writeError(w, r, err)

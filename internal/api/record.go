@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -98,6 +99,8 @@ func (s *Server) handleRecordList(w http.ResponseWriter, r *http.Request) {
 		}
 		f.After = id
 	}
+	// Memory kurad packed from scopes the caller does not hold is left out.
+	f.Scopes = readerOf(auth.FromContext(r.Context())).Scopes
 	recs, next, err := s.store.ListRecords(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)

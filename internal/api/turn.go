@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -78,7 +79,20 @@ func (s *Server) handleTurnClose(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := s.store.CloseTurn(r.Context(), chi.URLParam(r, "id"), &in)
+	id := chi.URLParam(r, "id")
+	p := auth.FromContext(r.Context())
+	in.Closer = writerOf(r)
+	if kura.ValidID(id) {
+		// A session's scope never changes: read before the write, it is
+		// still the scope the close extracts into.
+		_, scope, err := s.access().TurnAccess(r.Context(), id)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		in.MayWriteScope = p.AllowsScope(scope)
+	}
+	t, err := s.store.CloseTurn(r.Context(), id, &in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

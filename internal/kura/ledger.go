@@ -59,7 +59,10 @@ type Mismatch struct {
 	Computed string `json:"computed"`
 }
 
-// Verification is the answer of a ledger verify.
+// Verification is the answer of a ledger verify. Withheld lists the
+// withheld records a client met when it verified what it was given
+// (client.CheckLedgerHashes); kurad's own verify reads every record and
+// never sets it.
 type Verification struct {
 	OK               bool       `json:"ok"`
 	LedgerID         string     `json:"ledger_id"`
@@ -70,6 +73,7 @@ type Verification struct {
 	RecordsChecked   int        `json:"records_checked"`
 	SignatureOK      bool       `json:"signature_ok"`
 	Redacted         []string   `json:"redacted,omitempty"`
+	Withheld         []string   `json:"withheld,omitempty"`
 	Mismatches       []Mismatch `json:"mismatches"`
 }
 

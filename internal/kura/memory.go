@@ -78,6 +78,31 @@ type NodeInput struct {
 	Metadata    json.RawMessage `json:"metadata"`
 	// Reason is kept in the confidence history when confidence changes.
 	Reason string `json:"reason"`
+	// Writer is who writes: the API sets it from the caller's token, never
+	// from the body. The store checks CheckNodeRewrite against it inside
+	// the write transaction and keeps it as the version's written_by.
+	Writer Writer `json:"-"`
+}
+
+// Writer is the caller of a memory write: its identity and whether it may
+// write nodes owned by others (admins, and the tokenless local user).
+type Writer struct {
+	Identity string
+	Admin    bool
+}
+
+// CheckNodeRewrite is the rule for writing a new version of an existing
+// node (re-put, batch put, revise, transition): a node with an owner is
+// written only by its owner or an admin; a node without one by every
+// writer of its scope. A new version keeps the node's owner and authority,
+// so letting anyone else write it would put their words under the owner's
+// name.
+func CheckNodeRewrite(ref string, owner *string, w Writer) error {
+	if owner == nil || *owner == "" || w.Admin || *owner == w.Identity {
+		return nil
+	}
+	return Errorf(EDenied, "%s is owned by %s: only its owner or an admin may write it", ref, *owner).
+		WithDetail("ref", ref).WithDetail("owner", *owner)
 }
 
 // Validate checks everything that does not need the store. field prefixes
@@ -201,6 +226,10 @@ type Node struct {
 	Version     int             `json:"version"`
 	CreatedAt   string          `json:"created_at"`
 	UpdatedAt   string          `json:"updated_at"`
+	// WrittenBy is the identity whose call wrote this version (sys:kurad
+	// for kurad's own writes). Versions written before schema 9 do not
+	// know it: the field is then left out.
+	WrittenBy string `json:"written_by,omitempty"`
 }
 
 // NodeFilter selects nodes of a scope for GET .../memory/nodes.
@@ -234,6 +263,8 @@ type Transition struct {
 	Lifecycle string  `json:"lifecycle"`
 	Authority *string `json:"authority"`
 	Reason    string  `json:"reason"`
+	// Writer is who transitions (see NodeInput.Writer).
+	Writer Writer `json:"-"`
 }
 
 // Validate checks the enums and that a reason is given.

@@ -21,7 +21,8 @@ const RecordSourceType = "direct_experience"
 
 // Lineage is one vertex of a lineage tree or list: a node of the scope or a
 // record. Nodes carry Title and Summary (cut short), records Text, Type and
-// AuthorID.
+// AuthorID. A record the caller may not read is Withheld: listed by ref,
+// kind and time, with an empty text and no type or author.
 type Lineage struct {
 	Ref        string  `json:"ref"`
 	Kind       string  `json:"kind"`
@@ -31,6 +32,7 @@ type Lineage struct {
 	Type       string  `json:"type,omitempty"`
 	AuthorID   string  `json:"author_id,omitempty"`
 	Redacted   bool    `json:"redacted,omitempty"`
+	Withheld   bool    `json:"withheld,omitempty"`
 	SourceType string  `json:"source_type"`
 	CreatedAt  string  `json:"created_at"`
 	// Depth is the distance from the traced vertex (1 for a direct source
@@ -148,16 +150,31 @@ type EvidenceNode struct {
 	Depth      int     `json:"depth"`
 }
 
-// RawEntry is a record at the root of a lineage.
+// RawEntry is a record at the root of a lineage. A record the caller may
+// not read is Withheld: an empty text and no type or author.
 type RawEntry struct {
 	Ref       string `json:"ref"`
 	ID        string `json:"id"`
-	Type      string `json:"type"`
+	Type      string `json:"type,omitempty"`
 	Text      string `json:"text"`
-	AuthorID  string `json:"author_id"`
+	AuthorID  string `json:"author_id,omitempty"`
 	Redacted  bool   `json:"redacted,omitempty"`
+	Withheld  bool   `json:"withheld,omitempty"`
 	CreatedAt string `json:"created_at"`
 	Depth     int    `json:"depth"`
+}
+
+// Withhold strips what a caller who may not read the record must not see.
+func (e *RawEntry) Withhold() {
+	e.Type, e.Text, e.AuthorID, e.Redacted, e.Withheld = "", "", "", false, true
+}
+
+// Withhold strips a record item of what a caller who may not read the
+// record must not see. Its text becomes empty, not absent, so that it
+// still reads as a record.
+func (l *Lineage) Withhold() {
+	empty := ""
+	l.Text, l.Type, l.AuthorID, l.Redacted, l.Withheld = &empty, "", "", false, true
 }
 
 // EvidenceSet groups the evidence of a memory by what it is.

@@ -25,7 +25,10 @@ const (
 )
 
 // Record is an immutable, content-addressed entry. Content is its canonical
-// (RFC 8785) JSON; it is null once the record has been redacted.
+// (RFC 8785) JSON; it is null once the record has been redacted, and in the
+// answer to a reader who may not read it (Withheld: memory kurad packed
+// from a scope the reader does not hold), where every hash and the
+// metadata are kept, so that it verifies as a redacted record does.
 type Record struct {
 	ID           string            `json:"id"`
 	Hash         string            `json:"hash"`
@@ -37,6 +40,7 @@ type Record struct {
 	Metadata     map[string]string `json:"metadata"`
 	CreatedAt    string            `json:"created_at"`
 	Redacted     bool              `json:"redacted,omitempty"`
+	Withheld     bool              `json:"withheld,omitempty"`
 	Deduplicated bool              `json:"deduplicated,omitempty"`
 
 	// MetadataJSON, when set, is the stored canonical JSON of Metadata; the
@@ -76,7 +80,30 @@ type RecordFilter struct {
 	Until    string
 	After    string
 	Limit    int
+	// Scopes are the scopes the reader holds (nil: all); memory kurad
+	// packed from any other scope is left out (see Reader).
+	Scopes []string
 }
+
+// Reader is who reads records, for the visibility rules of
+// docs/security.md ("Records and ledgers visibility"): a reader limited to
+// Projects reads a record it wrote, or one a ledger of its projects' sessions
+// or an open turn of them holds; a reader limited to Scopes does not read
+// memory kurad packed from another scope (a sys:kurad record whose metadata
+// names that scope). nil Projects or Scopes mean all.
+type Reader struct {
+	Identity string
+	Projects []string
+	Scopes   []string
+}
+
+// Unlimited reports whether r reads every record.
+func (r Reader) Unlimited() bool { return r.Projects == nil && r.Scopes == nil }
+
+// PackedScopeKey is the metadata key kurad sets on the memory it packs into
+// a context ledger: the scope the memory came from. Only sys:kurad records
+// count, and no token may write as sys:, so no one can forge it.
+const PackedScopeKey = "scope"
 
 // Vocabulary is the set of record types a kurad accepts.
 type Vocabulary struct {

@@ -65,6 +65,9 @@ func (r *Record) appendTail(b []byte) []byte {
 	if r.Redacted {
 		b = append(b, `,"redacted":true`...)
 	}
+	if r.Withheld {
+		b = append(b, `,"withheld":true`...)
+	}
 	if r.Deduplicated {
 		b = append(b, `,"deduplicated":true`...)
 	}

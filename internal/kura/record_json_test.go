@@ -16,6 +16,7 @@ func TestRecord_MarshalJSON(t *testing.T) {
 			Content: json.RawMessage(`{"text":"x"}`), AuthorID: "agent:bmo", Metadata: map[string]string{}, CreatedAt: "2026-11-21T09:00:00.000000000Z"},
 		{ID: "i", Type: "t", Content: json.RawMessage(`null`), Metadata: map[string]string{"b": "quote \" back \\ nl \n tab \t ctl \x01 \u2028 é 😀", "a": "\xff"}, Redacted: true, Deduplicated: true},
 		{ID: "i", Content: nil, Metadata: nil},
+		{ID: "w", Type: "memory.fact", Content: json.RawMessage(`null`), AuthorID: "sys:kurad", Metadata: map[string]string{"scope": "alpha"}, Withheld: true},
 	}
 	for i, r := range recs {
 		b, err := json.Marshal(r)

@@ -93,6 +93,16 @@ type Turn struct {
 	// Extracted lists the memory nodes made from the output's memory.fact
 	// and memory.decision records at close (null while the turn is open).
 	Extracted []string `json:"extracted"`
+	// ExtractionSkipped, in a close answer only, says which memory records
+	// were not extracted because the closer may not write the scope.
+	ExtractionSkipped *ExtractionSkipped `json:"extraction_skipped,omitempty"`
+}
+
+// ExtractionSkipped is what a close left unextracted, and why.
+type ExtractionSkipped struct {
+	Scope   string   `json:"scope"`
+	Records []string `json:"records"`
+	Reason  string   `json:"reason"`
 }
 
 // RecordRef is a record in a turn request: either a new record (type,
@@ -148,6 +158,13 @@ type TurnAppend struct {
 type TurnClose struct {
 	Epoch  *int64 `json:"epoch"`
 	Status string `json:"status"`
+	// Closer is who closes: the nodes extracted at close are its writes.
+	Closer Writer `json:"-"`
+	// MayWriteScope is set by the API when the closer may write the
+	// session's scope. Without it the close extracts nothing: the memory
+	// records of the output would become nodes of a scope the closer
+	// cannot write.
+	MayWriteScope bool `json:"-"`
 }
 
 // SessionVerification is the answer of a session verify.

@@ -15,8 +15,10 @@ import (
 // restricted caller sees a ledger only when a session of one of its
 // projects reaches it (a turn's context or output ledger, or a head in the
 // reflog), and a record only when it wrote it or such a ledger, or an open
-// turn of such a session, holds it. Project lists travel as one JSON array
-// parameter read with json_each: every statement here is a constant.
+// turn of such a session, holds it. A scope-limited caller does not read
+// memory kurad packed from another scope into a context ledger. Project and
+// scope lists travel as one JSON array parameter read with json_each: every
+// statement here is a constant.
 
 // visibleLedger is the predicate "ledger $LEDGER is reachable from a session of
 // the projects in JSON array ?2"; each branch is an index probe.
@@ -28,12 +30,30 @@ const visibleLedger = `(
 	OR EXISTS (SELECT 1 FROM session_reflog r JOIN sessions s ON s.id = r.session_id
 		WHERE r.to_ledger_id = $LEDGER AND s.project IN (SELECT value FROM json_each(?2))))`
 
+// packedScope is the scope a record r of kurad's names as the one its
+// memory was packed from: metadata.scope, or for records packed before
+// kurad wrote that marker, the scope of the bundle metadata.bundle_id names.
+const packedScope = `coalesce(json_extract(r.metadata, '$.` + kura.PackedScopeKey + `'),
+	(SELECT b.scope FROM context_bundles b WHERE b.id = json_extract(r.metadata, '$.bundle_id')))`
+
+// withheld returns the predicate "record r is memory kurad packed from a
+// scope outside the JSON array in parameter param". Only sys:kurad records
+// count: no token may write as sys:, so no one else can set the marker.
+func withheld(param string) string {
+	// param is one of the constant placeholders of this package, never input.
+	return `(r.author_id = 'sys:kurad' AND ` + packedScope + ` NOT IN (SELECT value FROM json_each(` + param + `)))`
+}
+
 var (
 	qLedgerVisible = "SELECT " + sprintfLedger("?1")
-	qRecordVisible = `SELECT EXISTS (SELECT 1 FROM records WHERE id = ?1 AND author_id = ?3)
-	OR EXISTS (SELECT 1 FROM ledger_records lr WHERE lr.record_id = ?1 AND ` + sprintfLedger("lr.ledger_id") + `)
-	OR EXISTS (SELECT 1 FROM turn_output o JOIN turns t ON t.id = o.turn_id JOIN sessions s ON s.id = t.session_id
-		WHERE o.record_id = ?1 AND s.project IN (SELECT value FROM json_each(?2)))`
+	// ?1 ids (JSON array), ?2 projects (JSON array, NULL: all), ?3 the
+	// reader's identity, ?4 scopes (JSON array, NULL: all).
+	qRecordsVisible = `SELECT r.id FROM json_each(?1) j CROSS JOIN records r ON r.id = j.value
+	WHERE (?2 IS NULL OR r.author_id = ?3
+		OR EXISTS (SELECT 1 FROM ledger_records lr WHERE lr.record_id = r.id AND ` + sprintfLedger("lr.ledger_id") + `)
+		OR EXISTS (SELECT 1 FROM turn_output o JOIN turns t ON t.id = o.turn_id JOIN sessions s ON s.id = t.session_id
+			WHERE o.record_id = r.id AND s.project IN (SELECT value FROM json_each(?2))))
+	AND (?4 IS NULL OR NOT ` + withheld("?4") + `)`
 )
 
 func sprintfLedger(col string) string {
@@ -57,12 +77,38 @@ func (db *DB) LedgerVisible(ctx context.Context, id string, projects []string) (
 	return ok, mapErr(err)
 }
 
-// RecordVisible reports whether identity, limited to projects, may read
-// record id. A record that does not exist is not visible.
-func (db *DB) RecordVisible(ctx context.Context, id, identity string, projects []string) (bool, error) {
-	var ok bool
-	err := db.rdb.QueryRowContext(ctx, qRecordVisible, id, projectsJSON(projects), identity).Scan(&ok)
-	return ok, mapErr(err)
+// RecordVisible reports whether rd may read record id. A record that does
+// not exist is not visible.
+func (db *DB) RecordVisible(ctx context.Context, id string, rd kura.Reader) (bool, error) {
+	vis, err := db.RecordsVisible(ctx, []string{id}, rd)
+	return vis[id], err
+}
+
+// RecordsVisible returns the ids among ids that rd may read, in one query.
+func (db *DB) RecordsVisible(ctx context.Context, ids []string, rd kura.Reader) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.rdb.QueryContext(ctx, qRecordsVisible, jsonList(ids), listParam(rd.Projects), rd.Identity, listParam(rd.Scopes))
+	err = scanRows(rows, err, func(rows *sql.Rows) error {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		out[id] = true
+		return nil
+	})
+	return out, mapErr(err)
+}
+
+// listParam is a project or scope list as a query parameter: NULL for nil
+// (every one), else a JSON array.
+func listParam(list []string) any {
+	if list == nil {
+		return nil
+	}
+	return projectsJSON(list)
 }
 
 // RecordIDByHash returns the id of the record with hash, or "" when there
@@ -131,4 +177,23 @@ func (db *DB) ListTurnsIn(ctx context.Context, projects []string, sessionID, sta
 		return nil, "", err
 	}
 	return out, next, nil
+}
+
+// RecordTypes returns the type of each record among ids that exists, in
+// one query.
+func (db *DB) RecordTypes(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.rdb.QueryContext(ctx, "SELECT r.id, r.type FROM json_each(?) j CROSS JOIN records r ON r.id = j.value", jsonList(ids))
+	err = scanRows(rows, err, func(rows *sql.Rows) error {
+		var id, typ string
+		if err := rows.Scan(&id, &typ); err != nil {
+			return err
+		}
+		out[id] = typ
+		return nil
+	})
+	return out, mapErr(err)
 }

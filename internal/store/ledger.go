@@ -186,15 +186,33 @@ func (db *DB) ledgerRow(ctx context.Context, id string) (*kura.Ledger, error) {
 // of eleven, with strings quoted by json_quote; content and metadata are
 // stored as canonical JSON and copied as they are. concat joins the pieces
 // in one pass, where a chain of || copies the growing prefix at each step.
-const recordJSONSQL = `concat('{"id":', json_quote(r.id), ',"hash":', json_quote(r.hash),
+// isWithheld is an SQL condition on r: a record it holds for is written
+// withheld, with content null.
+func recordJSONSQL(isWithheld string) string {
+	return `concat('{"id":', json_quote(r.id), ',"hash":', json_quote(r.hash),
  ',"content_hash":', json_quote(r.content_hash), ',"seal":', json_quote(r.seal),
- ',"type":', json_quote(r.type), ',"content":', coalesce(r.content, 'null'),
+ ',"type":', json_quote(r.type), ',"content":', CASE WHEN ` + isWithheld + ` THEN 'null' ELSE coalesce(r.content, 'null') END,
  ',"author_id":', json_quote(r.author_id), ',"metadata":', r.metadata,
  ',"created_at":', json_quote(r.created_at),
- CASE WHEN r.redacted THEN ',"redacted":true}' ELSE '}' END)`
+ CASE WHEN r.redacted THEN ',"redacted":true' ELSE '' END,
+ CASE WHEN ` + isWithheld + ` THEN ',"withheld":true}' ELSE '}' END)`
+}
+
+// The hydrate queries: ?1 ledger, ?2 and ?3 the positions, ?4 the scopes
+// the reader holds (the scoped query only).
+var (
+	qHydrate       = hydrateSQL("0")
+	qHydrateScoped = hydrateSQL(withheld("?4"))
+)
+
+func hydrateSQL(isWithheld string) string {
+	return "SELECT " + recordJSONSQL(isWithheld) + " FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ?1 AND lr.pos BETWEEN ?2 AND ?3 ORDER BY lr.pos"
+}
 
 // HydrateLedger writes a page of a ledger's records in order, after
 // position after (-1 for the start), to w as JSON objects joined by commas.
+// scopes are the scopes the reader holds (nil: all): memory kurad packed
+// from any other scope is written withheld, its content null.
 // Before writing anything it calls start with the position to continue
 // after (-1 on the last page), so the caller can answer an unknown ledger
 // with an error and otherwise open its answer.
@@ -204,7 +222,7 @@ const recordJSONSQL = `concat('{"id":', json_quote(r.id), ',"hash":', json_quote
 // read as two halves on two read connections at once, and the first half
 // is written while it is read: hydrate is Kura's bulk read, one SQLite
 // query only uses one core, and the client can read while kurad works.
-func (db *DB) HydrateLedger(ctx context.Context, id string, after, limit int, w io.Writer, start func(next int) error) error {
+func (db *DB) HydrateLedger(ctx context.Context, id string, after, limit int, scopes []string, w io.Writer, start func(next int) error) error {
 	l, err := db.ledgerRow(ctx, id)
 	if err != nil {
 		return err
@@ -224,7 +242,7 @@ func (db *DB) HydrateLedger(ctx context.Context, id string, after, limit int, w 
 		return nil
 	}
 	if hi-lo+1 < 256 || db.cfg.ReadPool < 2 {
-		_, err := db.hydrateRange(ctx, id, lo, hi, w, 0)
+		_, err := db.hydrateRange(ctx, id, lo, hi, scopes, w, 0)
 		return err
 	}
 	mid := lo + (hi-lo+1)/2
@@ -233,9 +251,9 @@ func (db *DB) HydrateLedger(ctx context.Context, id string, after, limit int, w 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, err2 = db.hydrateRange(ctx, id, mid, hi, &second, math.MaxInt)
+		_, err2 = db.hydrateRange(ctx, id, mid, hi, scopes, &second, math.MaxInt)
 	}()
-	n, err := db.hydrateRange(ctx, id, lo, mid-1, w, 0)
+	n, err := db.hydrateRange(ctx, id, lo, mid-1, scopes, w, 0)
 	<-done
 	if err != nil {
 		return err
@@ -257,7 +275,7 @@ func (db *DB) LedgerRecords(ctx context.Context, id string, after, limit int) ([
 	var buf bytes.Buffer
 	next := -1
 	buf.WriteByte('[')
-	if err := db.HydrateLedger(ctx, id, after, limit, &buf, func(n int) error { next = n; return nil }); err != nil {
+	if err := db.HydrateLedger(ctx, id, after, limit, nil, &buf, func(n int) error { next = n; return nil }); err != nil {
 		return nil, -1, err
 	}
 	buf.WriteByte(']')
@@ -272,8 +290,12 @@ func (db *DB) LedgerRecords(ctx context.Context, id string, after, limit int) ([
 // commas, in pieces of about flushAt bytes (everything at the end when
 // flushAt is huge). Rows are scanned through a reused RawBytes, so a row
 // costs no allocation of ours. It returns how many records it wrote.
-func (db *DB) hydrateRange(ctx context.Context, id string, lo, hi int, w io.Writer, flushAt int) (int, error) {
-	rows, err := db.rdb.QueryContext(ctx, "SELECT "+recordJSONSQL+" FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND lr.pos BETWEEN ? AND ? ORDER BY lr.pos", id, lo, hi)
+func (db *DB) hydrateRange(ctx context.Context, id string, lo, hi int, scopes []string, w io.Writer, flushAt int) (int, error) {
+	q, args := qHydrate, []any{id, lo, hi}
+	if scopes != nil {
+		q, args = qHydrateScoped, append(args, projectsJSON(scopes))
+	}
+	rows, err := db.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return 0, mapErr(err)
 	}

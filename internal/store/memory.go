@@ -18,15 +18,15 @@ import (
 // MaxNodeBatch bounds one batch of node writes (one transaction).
 const MaxNodeBatch = 1000
 
-const nodeCols = "n.nid, n.kind, n.id, n.version, n.title, n.summary, n.lifecycle, n.authority, n.confidence, n.target_files, n.payload_ref, n.owner, n.source_type, n.derived_from, n.metadata, n.created_at, n.updated_at"
+const nodeCols = "n.nid, n.kind, n.id, n.version, n.title, n.summary, n.lifecycle, n.authority, n.confidence, n.target_files, n.payload_ref, n.owner, n.source_type, n.derived_from, n.metadata, n.created_at, n.updated_at, n.written_by"
 
 var (
 	qScopeID        = wsql("SELECT sid FROM scopes WHERE name = ?")
 	qInsertScope    = wsql("INSERT INTO scopes(name) VALUES(?)")
 	qNodeByKey      = wsql("SELECT " + nodeCols + " FROM nodes n WHERE n.sid = ? AND n.kind = ? AND n.id = ?")
 	qNodeNID        = wsql("SELECT nid FROM nodes WHERE sid = ? AND kind = ? AND id = ?")
-	qInsertNode     = wsql("INSERT INTO nodes(sid, kind, id, version, title, summary, lifecycle, authority, confidence, target_files, payload_ref, owner, source_type, derived_from, metadata, created_at, updated_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-	qUpdateNode     = wsql("UPDATE nodes SET version = ?, title = ?, summary = ?, lifecycle = ?, authority = ?, confidence = ?, target_files = ?, payload_ref = ?, owner = ?, source_type = ?, derived_from = ?, metadata = ?, updated_at = ? WHERE nid = ?")
+	qInsertNode     = wsql("INSERT INTO nodes(sid, kind, id, version, title, summary, lifecycle, authority, confidence, target_files, payload_ref, owner, source_type, derived_from, metadata, created_at, updated_at, written_by) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+	qUpdateNode     = wsql("UPDATE nodes SET version = ?, title = ?, summary = ?, lifecycle = ?, authority = ?, confidence = ?, target_files = ?, payload_ref = ?, owner = ?, source_type = ?, derived_from = ?, metadata = ?, updated_at = ?, written_by = ? WHERE nid = ?")
 	qInsertVersion  = wsql("INSERT INTO node_versions(nid, version, valid_from, body) VALUES(?,?,?,?)")
 	qInsertConf     = wsql("INSERT INTO confidence_history(nid, version, at, old, new, reason) VALUES(?,?,?,?,?,?)")
 	qRecordVertex   = wsql("SELECT vid FROM lineage_records WHERE record_id = ?")
@@ -61,11 +61,12 @@ type nodeRow struct {
 func scanNode(row rowScanner, scope string) (*nodeRow, error) {
 	var n nodeRow
 	var files, derived, meta string
-	var payload, owner sql.NullString
+	var payload, owner, writtenBy sql.NullString
 	if err := row.Scan(&n.nid, &n.Kind, &n.ID, &n.Version, &n.Title, &n.Summary, &n.Lifecycle, &n.Authority, &n.Confidence,
-		&files, &payload, &owner, &n.SourceType, &derived, &meta, &n.CreatedAt, &n.UpdatedAt); err != nil {
+		&files, &payload, &owner, &n.SourceType, &derived, &meta, &n.CreatedAt, &n.UpdatedAt, &writtenBy); err != nil {
 		return nil, err
 	}
+	n.WrittenBy = writtenBy.String
 	n.Scope = scope
 	n.Ref = n.Kind + ":" + n.ID
 	if payload.Valid {
@@ -182,7 +183,10 @@ func (db *DB) NodeKinds() []string { return db.nodeKinds() }
 
 // putNode writes a node: a new node (version 1) or a new version of an
 // existing one, with its version row, confidence history, lineage edges,
-// search words and event, all in tx.
+// search words and event, all in tx. A new version is refused unless
+// in.Writer may rewrite the node (kura.CheckNodeRewrite), here in the
+// transaction that writes it, so no other write can slip in between the
+// check and the write; every version records in.Writer as written_by.
 func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string, event string) (*kura.Node, bool, error) {
 	now := tx.NowString()
 	var old *nodeRow
@@ -197,6 +201,9 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 	}
 	var n kura.Node
 	if old != nil {
+		if err := kura.CheckNodeRewrite(old.Ref, old.Owner, in.Writer); err != nil {
+			return nil, false, err
+		}
 		n = old.Node
 	} else {
 		if in.Summary == nil {
@@ -244,6 +251,7 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 	}
 	n.Version++
 	n.UpdatedAt = now
+	n.WrittenBy = in.Writer.Identity
 
 	var parents []int64
 	if lineageChanged {
@@ -260,7 +268,7 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 	files, derived := jsonList(n.TargetFiles), jsonList(n.DerivedFrom)
 	if old == nil {
 		res, err := tx.Exec(qInsertNode, sid, n.Kind, n.ID, n.Version, n.Title, n.Summary, n.Lifecycle, n.Authority, n.Confidence,
-			files, nullable(n.PayloadRef), nullable(n.Owner), n.SourceType, derived, string(n.Metadata), n.CreatedAt, n.UpdatedAt)
+			files, nullable(n.PayloadRef), nullable(n.Owner), n.SourceType, derived, string(n.Metadata), n.CreatedAt, n.UpdatedAt, nullable(&n.WrittenBy))
 		if err != nil {
 			return nil, false, err
 		}
@@ -281,7 +289,7 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 			}
 		}
 		if _, err := tx.Exec(qUpdateNode, n.Version, n.Title, n.Summary, n.Lifecycle, n.Authority, n.Confidence,
-			files, nullable(n.PayloadRef), nullable(n.Owner), n.SourceType, derived, string(n.Metadata), n.UpdatedAt, nid); err != nil {
+			files, nullable(n.PayloadRef), nullable(n.Owner), n.SourceType, derived, string(n.Metadata), n.UpdatedAt, nullable(&n.WrittenBy), nid); err != nil {
 			return nil, false, err
 		}
 	}
@@ -456,7 +464,7 @@ func (db *DB) TransitionNode(ctx context.Context, scope, ref string, t *kura.Tra
 	var n *kura.Node
 	err = db.Update(ctx, func(tx *Tx) error {
 		var err error
-		n, err = tx.transition(scope, r, t.Lifecycle, t.Authority, t.Reason)
+		n, err = tx.transition(scope, r, t.Lifecycle, t.Authority, t.Reason, t.Writer)
 		if err != nil {
 			return err
 		}
@@ -468,17 +476,17 @@ func (db *DB) TransitionNode(ctx context.Context, scope, ref string, t *kura.Tra
 	return n, nil
 }
 
-func (tx *Tx) transition(scope string, r kura.Ref, lifecycle string, authority *string, reason string) (*kura.Node, error) {
+// transition writes a node's next version with another lifecycle (and
+// authority); putNode checks that w may write it.
+func (tx *Tx) transition(scope string, r kura.Ref, lifecycle string, authority *string, reason string, w kura.Writer) (*kura.Node, error) {
 	sid, err := tx.scope(scope)
 	if err != nil {
 		return nil, err
 	}
-	old, err := tx.nodeByRef(sid, scope, r)
-	if err != nil {
+	if _, err := tx.nodeByRef(sid, scope, r); err != nil {
 		return nil, err
 	}
-	in := &kura.NodeInput{Kind: r.Kind, ID: r.ID, Lifecycle: &lifecycle, Authority: authority, Reason: reason}
-	_ = old
+	in := &kura.NodeInput{Kind: r.Kind, ID: r.ID, Lifecycle: &lifecycle, Authority: authority, Reason: reason, Writer: w}
 	n, _, err := tx.putNode(sid, scope, in, "", "memory.lifecycle")
 	return n, err
 }
@@ -514,6 +522,11 @@ func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeIn
 		}
 		old, err := tx.nodeByRef(sid, scope, r)
 		if err != nil {
+			return err
+		}
+		// The revision stands in for the old node under its owner, and
+		// retires it: both are rewrites of the old node.
+		if err := kura.CheckNodeRewrite(old.Ref, old.Owner, in.Writer); err != nil {
 			return err
 		}
 		if old.Lifecycle == "retired" {
@@ -569,7 +582,7 @@ func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeIn
 				return err
 			}
 		}
-		retired, err := tx.transition(scope, r, "retired", nil, "superseded by "+n.Ref)
+		retired, err := tx.transition(scope, r, "retired", nil, "superseded by "+n.Ref, in.Writer)
 		if err != nil {
 			return err
 		}
@@ -912,9 +925,10 @@ func (db *DB) ListRelations(ctx context.Context, scope, ref, kind, after string,
 
 // extractTurnMemory turns a closing turn's memory.fact and memory.decision
 // records into candidate fact/decision nodes of the session's scope, each
-// derived from its record. The node id is the record id, so a record
-// extracted twice (appended to two turns) yields one node.
-func (tx *Tx) extractTurnMemory(turnID, scope string, recs [][2]string) ([]string, error) {
+// derived from its record and owned by its author, written by the closer
+// (by). The node id is the record id, so a record extracted twice
+// (appended to two turns) yields one node.
+func (tx *Tx) extractTurnMemory(turnID, scope string, recs [][2]string, by string) ([]string, error) {
 	refs := make([]string, 0, len(recs))
 	if len(recs) == 0 {
 		return refs, nil
@@ -943,7 +957,8 @@ func (tx *Tx) extractTurnMemory(turnID, scope string, recs [][2]string) ([]strin
 			}
 			lc, st, owner := "candidate", "promote", rec.AuthorID
 			in := &kura.NodeInput{Kind: kind, ID: rid, Title: &title, Summary: &summary, Lifecycle: &lc, SourceType: &st,
-				Owner: &owner, DerivedFrom: []string{"record:" + rid}, Reason: "extracted from turn " + turnID}
+				Owner: &owner, DerivedFrom: []string{"record:" + rid}, Reason: "extracted from turn " + turnID,
+				Writer: kura.Writer{Identity: by}}
 			n, _, err := tx.putNode(sid, scope, in, "", "memory.node")
 			if err != nil {
 				return nil, err
@@ -1028,7 +1043,7 @@ func (db *DB) drainPendingExtractions(ctx context.Context) error {
 			for ; j < len(items) && items[j].turn == items[i].turn; j++ {
 				recs = append(recs, [2]string{items[j].rec, items[j].kind})
 			}
-			if _, err := tx.extractTurnMemory(items[i].turn, items[i].scope, recs); err != nil {
+			if _, err := tx.extractTurnMemory(items[i].turn, items[i].scope, recs, kuradIdentity); err != nil {
 				return err
 			}
 			i = j

@@ -382,12 +382,12 @@ func TestMemory_TurnCloseExtractsMemoryRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed, err := db.CloseTurn(ctx, turn.ID, &kura.TurnClose{Status: "complete"})
+	closed, err := db.CloseTurn(ctx, turn.ID, &kura.TurnClose{Status: "complete", Closer: kura.Writer{Identity: "agent:closer"}, MayWriteScope: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(closed.Extracted) != 2 || !strings.HasPrefix(closed.Extracted[0], "fact:") || !strings.HasPrefix(closed.Extracted[1], "decision:") {
-		t.Fatalf("extracted %v", closed.Extracted)
+	if len(closed.Extracted) != 2 || !strings.HasPrefix(closed.Extracted[0], "fact:") || !strings.HasPrefix(closed.Extracted[1], "decision:") || closed.ExtractionSkipped != nil {
+		t.Fatalf("extracted %v, skipped %+v", closed.Extracted, closed.ExtractionSkipped)
 	}
 	f, err := db.GetNode(ctx, "team", closed.Extracted[0], "")
 	if err != nil {
@@ -395,7 +395,7 @@ func TestMemory_TurnCloseExtractsMemoryRecords(t *testing.T) {
 	}
 	rid := strings.TrimPrefix(closed.Extracted[0], "fact:")
 	if f.Lifecycle != "candidate" || f.SourceType != "promote" || f.Summary != "payments retry three times" ||
-		!slices.Equal(f.DerivedFrom, []string{"record:" + rid}) || f.Owner == nil || *f.Owner != "agent:bmo" {
+		!slices.Equal(f.DerivedFrom, []string{"record:" + rid}) || f.Owner == nil || *f.Owner != "agent:bmo" || f.WrittenBy != "agent:closer" {
 		t.Errorf("fact node: %+v", f)
 	}
 	d, _ := db.GetNode(ctx, "team", closed.Extracted[1], "")
@@ -504,5 +504,110 @@ func TestProvenance_DerivedMatchesBruteForce(t *testing.T) {
 	}
 	if d.Count != len(want) || !slices.Equal(got, want) {
 		t.Errorf("derived of the record:\n got %v\nwant %v", got, want)
+	}
+}
+
+// The owner rule is the store's, checked in the write transaction: every
+// way of writing a new version of an owned node refuses a writer that is
+// neither its owner nor an admin and writes nothing; each version keeps
+// who wrote it.
+func TestMemory_OwnedNodeRewrite(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	a := kura.Writer{Identity: "agent:a"}
+	b := kura.Writer{Identity: "agent:b"}
+	admin := kura.Writer{Identity: "user:root", Admin: true}
+	if _, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "fact", ID: "f", Summary: ptr("by a"), Owner: ptr("agent:a"), Writer: a}); err != nil {
+		t.Fatal(err)
+	}
+	writes := []struct {
+		name string
+		call func(w kura.Writer) error
+	}{
+		{"put", func(w kura.Writer) error {
+			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "fact", ID: "f", Summary: ptr("by " + w.Identity), Writer: w})
+			return err
+		}},
+		{"batch", func(w kura.Writer) error {
+			_, err := db.PutNodes(ctx, "s", []kura.NodeInput{{Kind: "fact", ID: "new-" + strings.ReplaceAll(w.Identity, ":", "-"), Summary: ptr("new"), Writer: w}, {Kind: "fact", ID: "f", Summary: ptr("batch"), Writer: w}})
+			return err
+		}},
+		{"transition", func(w kura.Writer) error {
+			_, err := db.TransitionNode(ctx, "s", "fact:f", &kura.Transition{Lifecycle: "contested", Reason: "r", Writer: w})
+			return err
+		}},
+	}
+	for _, wr := range writes {
+		seq := db.LastEventSeq()
+		if err := wr.call(b); !kura.IsCode(err, kura.EDenied) {
+			t.Errorf("%s by another identity: got %v, want permission_denied", wr.name, err)
+		}
+		if db.LastEventSeq() != seq {
+			t.Errorf("%s by another identity wrote events", wr.name)
+		}
+		if err := wr.call(a); err != nil {
+			t.Errorf("%s by the owner: %v", wr.name, err)
+		}
+		if err := wr.call(admin); err != nil {
+			t.Errorf("%s by an admin: %v", wr.name, err)
+		}
+	}
+	if _, err := db.GetNode(ctx, "s", "fact:new-agent-b", ""); err == nil {
+		t.Errorf("the refused batch wrote its new node")
+	}
+	seq := db.LastEventSeq()
+	if _, err := db.ReviseNode(ctx, "s", "fact:f", &kura.NodeInput{ID: "f2", Summary: ptr("by b"), Writer: b}); !kura.IsCode(err, kura.EDenied) || db.LastEventSeq() != seq {
+		t.Errorf("revise by another identity: got %v, want permission_denied and nothing written", err)
+	}
+	rev, err := db.ReviseNode(ctx, "s", "fact:f", &kura.NodeInput{ID: "f2", Summary: ptr("by a"), Writer: a})
+	if err != nil || rev.Node.WrittenBy != "agent:a" || rev.Superseded.WrittenBy != "agent:a" || *rev.Node.Owner != "agent:a" {
+		t.Fatalf("revise by the owner: %+v %v", rev, err)
+	}
+	h, err := db.NodeHistory(ctx, "s", "fact:f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var by []string
+	for _, v := range h.Versions {
+		var n kura.Node
+		json.Unmarshal(v, &n)
+		by = append(by, n.WrittenBy)
+	}
+	want := []string{"agent:a", "agent:a", "user:root", "agent:a", "user:root", "agent:a", "user:root", "agent:a"}
+	if !slices.Equal(by, want) {
+		t.Errorf("history written_by %v, want %v", by, want)
+	}
+}
+
+// A close by a caller that may not write the session's scope seals the
+// turn and extracts nothing, and says what it left.
+func TestMemory_TurnCloseWithoutScopeExtractsNothing(t *testing.T) {
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	s, err := db.CreateSession(ctx, &kura.SessionInput{Project: "hashi", Name: "m", Scope: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, err := db.OpenTurn(ctx, s.ID, &kura.TurnOpenInput{Instruction: &kura.RecordInput{Type: "task.instruction", AuthorID: "user:oles", Content: json.RawMessage(`"go"`)}}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := db.AppendTurn(ctx, turn.ID, &kura.TurnAppend{Records: []kura.RecordRef{
+		{RecordInput: kura.RecordInput{Type: "memory.fact", AuthorID: "agent:bmo", Content: json.RawMessage(`"a fact"`)}},
+		{RecordInput: kura.RecordInput{Type: "agent.thought", AuthorID: "agent:bmo", Content: json.RawMessage(`"hmm"`)}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, err := db.CloseTurn(ctx, turn.ID, &kura.TurnClose{Status: "complete", Closer: kura.Writer{Identity: "agent:p"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk := closed.ExtractionSkipped
+	if closed.State != kura.TurnComplete || len(closed.Extracted) != 0 || sk == nil || sk.Scope != "team" || !slices.Equal(sk.Records, []string{app.Records[0].ID}) {
+		t.Fatalf("close: state %s extracted %v skipped %+v", closed.State, closed.Extracted, sk)
+	}
+	if nodes, _, err := db.ListNodes(ctx, "team", kura.NodeFilter{Limit: 10}); err != nil || len(nodes) != 0 {
+		t.Errorf("nodes after the close: %v %v", nodes, err)
 	}
 }

@@ -261,7 +261,11 @@ func (db *DB) ListRecords(ctx context.Context, f kura.RecordFilter) ([]kura.Reco
 		where = append(where, "id > ?")
 		args = append(args, f.After)
 	}
-	q := "SELECT " + recordCols + " FROM records"
+	if f.Scopes != nil {
+		where = append(where, "NOT "+withheld("?"))
+		args = append(args, projectsJSON(f.Scopes))
+	}
+	q := "SELECT " + recordCols + " FROM records r"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

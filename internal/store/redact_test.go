@@ -151,7 +151,7 @@ func TestStore_RedactRecord(t *testing.T) {
 					}
 				}
 				var buf bytes.Buffer
-				if err := db.HydrateLedger(ctx, l.ID, -1, 100, &buf, func(int) error { return nil }); err != nil {
+				if err := db.HydrateLedger(ctx, l.ID, -1, 100, nil, &buf, func(int) error { return nil }); err != nil {
 					t.Fatal(err)
 				}
 				if n := strings.Count(buf.String(), `"content":null`); n != 2 || strings.Count(buf.String(), `"redacted":true`) != 2 || strings.Contains(buf.String(), marker) {

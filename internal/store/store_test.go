@@ -447,7 +447,7 @@ func TestStore_HydrateJSONMatchesRecordJSON(t *testing.T) {
 	}
 	var body bytes.Buffer
 	next := 0
-	if err := db.HydrateLedger(ctx, l.ID, -1, 10, &body, func(n int) error { next = n; return nil }); err != nil || next != -1 {
+	if err := db.HydrateLedger(ctx, l.ID, -1, 10, nil, &body, func(n int) error { next = n; return nil }); err != nil || next != -1 {
 		t.Fatalf("hydrate: next %d, err %v", next, err)
 	}
 	var raws []json.RawMessage

@@ -645,7 +645,7 @@ func (db *DB) CloseTurn(ctx context.Context, id string, in *kura.TurnClose) (*ku
 	var out *kura.Turn
 	err := db.Update(ctx, func(tx *Tx) error {
 		var err error
-		out, err = tx.closeTurn(id, in.Epoch, in.Status, "")
+		out, err = tx.closeTurn(id, in.Epoch, in.Status, "", in.Closer, in.MayWriteScope)
 		if err != nil {
 			return err
 		}
@@ -654,7 +654,13 @@ func (db *DB) CloseTurn(ctx context.Context, id string, in *kura.TurnClose) (*ku
 	return out, err
 }
 
-func (tx *Tx) closeTurn(id string, epoch *int64, status, why string) (*kura.Turn, error) {
+// kuradIdentity is who kurad's own writes are by (timeouts, upgrades).
+const kuradIdentity = "sys:kurad"
+
+// closeTurn seals turn id as status. by writes the extracted nodes; when
+// it may not write the session's scope (mayExtract false) nothing is
+// extracted, and the answer's extraction_skipped names what was left.
+func (tx *Tx) closeTurn(id string, epoch *int64, status, why string, by kura.Writer, mayExtract bool) (*kura.Turn, error) {
 	t, s, err := tx.openTurnForWrite(id, epoch)
 	if err != nil {
 		return nil, err
@@ -689,7 +695,7 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string) (*kura.Turn
 			why = "closed without a deliverable"
 		}
 		content, _ := json.Marshal(map[string]string{"status": status, "turn_id": id, "reason": why})
-		p, err := tx.db.PrepareRecord(&kura.RecordInput{Type: "task.deliverable", Content: content, AuthorID: "sys:kurad"}, "")
+		p, err := tx.db.PrepareRecord(&kura.RecordInput{Type: "task.deliverable", Content: content, AuthorID: kuradIdentity}, "")
 		if err != nil {
 			return nil, err
 		}
@@ -715,7 +721,16 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string) (*kura.Turn
 	if _, err := tx.Exec("UPDATE turns SET state = ?, output_ledger_id = ?, closed_at = ?, lease_expires_at = NULL WHERE id = ?", status, l.ID, now, id); err != nil {
 		return nil, err
 	}
-	extracted, err := tx.extractTurnMemory(id, s.Scope, extract)
+	var skipped *kura.ExtractionSkipped
+	if !mayExtract && len(extract) > 0 {
+		skipped = &kura.ExtractionSkipped{Scope: s.Scope, Records: make([]string, len(extract)),
+			Reason: by.Identity + " may not write scope " + s.Scope + ": its close extracts no memory"}
+		for i, e := range extract {
+			skipped.Records[i] = e[0]
+		}
+		extract = nil
+	}
+	extracted, err := tx.extractTurnMemory(id, s.Scope, extract, by.Identity)
 	if err != nil {
 		return nil, err
 	}
@@ -728,6 +743,7 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string) (*kura.Turn
 	}
 	t.HeadHash = &headHash
 	t.Extracted = extracted
+	t.ExtractionSkipped = skipped
 	return t, nil
 }
 
@@ -760,7 +776,9 @@ func (db *DB) CloseExpiredTurns(ctx context.Context) (int, error) {
 				return nil // closed or extended meanwhile
 			}
 			e := t.Epoch
-			_, err = tx.closeTurn(id, &e, kura.TurnTimeout, "deadline "+t.DeadlineAt+" passed")
+			// Every memory record of the output was appended by a writer
+			// of the scope (the API refuses others), so kurad extracts.
+			_, err = tx.closeTurn(id, &e, kura.TurnTimeout, "deadline "+t.DeadlineAt+" passed", kura.Writer{Identity: kuradIdentity}, true)
 			return err
 		})
 		if err != nil {
@@ -798,8 +816,10 @@ func (db *DB) turnMemory(ctx context.Context, sessionID string, m *kura.MemoryRe
 		if err != nil {
 			return nil, nil, err
 		}
-		p, err := db.PrepareRecord(&kura.RecordInput{Type: typ, Content: content, AuthorID: "sys:kurad",
-			Metadata: map[string]string{"bundle_id": b.BundleID}}, "memory.")
+		// The scope marks the record as memory of that scope: readers who
+		// do not hold it get it withheld (docs/security.md).
+		p, err := db.PrepareRecord(&kura.RecordInput{Type: typ, Content: content, AuthorID: kuradIdentity,
+			Metadata: map[string]string{"bundle_id": b.BundleID, kura.PackedScopeKey: s.Scope}}, "memory.")
 		if err != nil {
 			return nil, nil, err
 		}

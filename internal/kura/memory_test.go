@@ -1,0 +1,45 @@
+package kura_test
+
+import (
+	"testing"
+
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+func TestCheckNodeRewrite(t *testing.T) {
+	str := func(s string) *string { return &s }
+	a := kura.Writer{Identity: "agent:a"}
+	tests := []struct {
+		name  string
+		owner *string
+		w     kura.Writer
+		allow bool
+	}{
+		{"no owner: any writer", nil, a, true},
+		{"empty owner: any writer", str(""), a, true},
+		{"the owner", str("agent:a"), a, true},
+		{"another identity", str("agent:b"), a, false},
+		{"an admin", str("agent:b"), kura.Writer{Identity: "user:root", Admin: true}, true},
+		{"the tokenless local user", str("agent:b"), kura.Writer{Identity: "user:local", Admin: true}, true},
+		{"an unknown caller", str("agent:b"), kura.Writer{}, false},
+		{"no prefix match", str("agent:ab"), a, false},
+		{"case matters", str("agent:A"), a, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := kura.CheckNodeRewrite("fact:f", tc.owner, tc.w)
+			if tc.allow {
+				if err != nil {
+					t.Fatalf("got %v, want allowed", err)
+				}
+				return
+			}
+			if !kura.IsCode(err, kura.EDenied) {
+				t.Fatalf("got %v, want permission_denied", err)
+			}
+			if d := err.(*kura.Error).Details; d["owner"] != *tc.owner || d["ref"] != "fact:f" {
+				t.Errorf("got details %v, want owner %s and ref fact:f", d, *tc.owner)
+			}
+		})
+	}
+}
