@@ -56,8 +56,8 @@ var accessRules = map[string]accessRule{
 	"GET /readyz":                    {open: true},
 	"GET /metrics":                   {role: auth.RoleReader},
 	"GET /v1/info":                   {role: auth.RoleReader},
-	"POST /v1/records":               {role: auth.RoleWriter, check: bodyCheck[kura.RecordInput](func(in *kura.RecordInput) []string { return []string{in.AuthorID} }, nil)},
-	"POST /v1/records/batch":         {role: auth.RoleWriter, check: bodyCheck[recordBatch](func(in *recordBatch) []string { return recordAuthors(in.Records) }, nil)},
+	"POST /v1/records":               {role: auth.RoleWriter, check: bodyCheck[kura.RecordInput](func(in *kura.RecordInput) []string { return []string{in.AuthorID} }, recordProject)},
+	"POST /v1/records/batch":         {role: auth.RoleWriter, check: bodyCheck[recordBatch](func(in *recordBatch) []string { return recordAuthors(in.Records) }, recordBatchProjects)},
 	"GET /v1/records":                {role: auth.RoleReader, check: checkRecordList},
 	"GET /v1/records/by-hash/{hash}": {role: auth.RoleReader, check: checkRecordHash},
 	"GET /v1/records/{id}":           {role: auth.RoleReader, check: recordParam("id")},
@@ -306,6 +306,26 @@ func recordAuthors(ins []kura.RecordInput) []string {
 		out[i] = ins[i].AuthorID
 	}
 	return out
+}
+
+// recordProject: a record written outside a turn sends its event to
+// the project its metadata.project_id names (the feed and the NATS
+// subject), so the token must hold that project. Inside a turn the
+// session's project is used whatever the metadata says.
+func recordProject(s *Server, r *http.Request, p auth.Principal, in *kura.RecordInput) error {
+	if pid := in.Metadata["project_id"]; kura.ValidSlug(pid) && !p.AllowsProject(pid) {
+		return denied("metadata.project_id %s is outside the token's projects (the record's event would go to that project)", pid)
+	}
+	return nil
+}
+
+func recordBatchProjects(s *Server, r *http.Request, p auth.Principal, in *recordBatch) error {
+	for i := range in.Records {
+		if err := recordProject(s, r, p, &in.Records[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bodyCheck binds the authors found in the body, then runs more.

@@ -34,6 +34,7 @@ type authEnv struct {
 	t    *testing.T
 	base string
 	dir  string
+	d    *kuradtest.Daemon
 }
 
 func startAuthKurad(t *testing.T, configure func(*daemon.Config)) *authEnv {
@@ -55,7 +56,7 @@ func startAuthKurad(t *testing.T, configure func(*daemon.Config)) *authEnv {
 			configure(c)
 		}
 	}})
-	return &authEnv{t: t, base: d.BaseURL(), dir: dir}
+	return &authEnv{t: t, base: d.BaseURL(), dir: dir, d: d}
 }
 
 // do sends one request; a stream's body is cut short after its headers.

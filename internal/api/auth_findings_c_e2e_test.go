@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/nats-io/nats.go"
 )
 
 // hostCall sends one request to base with the given Host header (and
@@ -141,5 +142,127 @@ func TestAuthC_TokensDoNotCheckHost(t *testing.T) {
 	}
 	if code, b := hostCall(t, e.base, "kura.example.com", "", "GET", "/v1/info", ""); code != 401 {
 		t.Errorf("GET /v1/info with Host kura.example.com, no token: %d %s, want 401", code, b)
+	}
+}
+
+// feedEvents returns the events a token sees in the feed.
+func (e *authEnv) feedEvents(tok, query string) []map[string]any {
+	e.t.Helper()
+	var page struct {
+		Events []map[string]any `json:"events"`
+	}
+	code, b := e.do(tok, "GET", "/v1/events?limit=1000&"+query, "")
+	if code != 200 {
+		e.t.Fatalf("events as %s: %d %s", tok, code, b)
+	}
+	json.Unmarshal(b, &page)
+	return page.Events
+}
+
+// eventFor finds the event of typ naming ref=id in the unrestricted feed.
+func (e *authEnv) eventFor(typ, ref, id string) map[string]any {
+	e.t.Helper()
+	for _, ev := range e.feedEvents(tRoot, "type="+typ) {
+		if ev[ref] == id {
+			return ev
+		}
+	}
+	e.t.Fatalf("no %s event with %s %s", typ, ref, id)
+	return nil
+}
+
+// subscribe collects the subjects published under oclaw.v1.>.
+func subscribe(t *testing.T, d *kuradtest.Daemon) chan *nats.Msg {
+	t.Helper()
+	nc, err := nats.Connect("nats://" + d.NATSAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ch := make(chan *nats.Msg, 1000)
+	if _, err := nc.ChanSubscribe("oclaw.v1.>", ch); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// subjectOf waits for the NATS message of the event with ref=id.
+func subjectOf(t *testing.T, ch chan *nats.Msg, ref, id string) string {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-ch:
+			var p map[string]any
+			json.Unmarshal(m.Data, &p)
+			if p[ref] == id {
+				return m.Subject
+			}
+		case <-timeout:
+			t.Fatalf("no NATS message for %s %s", ref, id)
+			return ""
+		}
+	}
+}
+
+// TestAuthC_RecordProjectIDBound: metadata.project_id routes a record's
+// event (feed and NATS subject) to that project, so a token may name only a
+// project it holds. Records written inside a turn take the session's
+// project whatever their metadata says.
+func TestAuthC_RecordProjectIDBound(t *testing.T) {
+	e := startAuthKurad(t, nil)
+	msgs := subscribe(t, e.d)
+	rec := func(content, pid string) string {
+		return `{"type":"agent.thought","content":"` + content + `","author_id":"agent:a","metadata":{"project_id":"` + pid + `"}}`
+	}
+	for _, c := range []struct{ name, path, body string }{
+		{"one", "/v1/records", rec("into beta", "beta")},
+		{"batch", "/v1/records/batch", `{"records":[` + rec("fine", "alpha") + `,` + rec("into beta 2", "beta") + `]}`},
+		{"unheld project", "/v1/records", rec("into nowhere", "nowhere")},
+	} {
+		before := e.state()
+		code, b := e.do(tWA, "POST", c.path, c.body)
+		if code != 403 || !bytes.Contains(b, []byte(`"permission_denied"`)) || !bytes.Contains(b, []byte("project_id")) {
+			t.Errorf("%s: writer of alpha naming another project_id: %d %s, want 403 naming project_id", c.name, code, b)
+		}
+		if after := e.state(); after != before {
+			t.Errorf("%s: refused but changed the database: %s -> %s", c.name, before, after)
+		}
+	}
+	for _, beta := range e.feedEvents(tRoot, "project=beta&type=record.written") {
+		t.Errorf("beta's feed holds a record event: %v", beta)
+	}
+
+	own := e.must(tWA, "POST", "/v1/records", rec("into alpha", "alpha"))["id"].(string)
+	if ev := e.eventFor("record.written", "record_id", own); ev["project"] != "alpha" {
+		t.Errorf("record with project_id alpha: event project %v, want alpha", ev["project"])
+	}
+	if s := subjectOf(t, msgs, "record_id", own); s != "oclaw.v1.alpha.evt.record.written" {
+		t.Errorf("record with project_id alpha: subject %s", s)
+	}
+	rootRec := e.must(tRoot, "POST", "/v1/records", `{"type":"agent.thought","content":"root","author_id":"user:root","metadata":{"project_id":"beta"}}`)["id"].(string)
+	if ev := e.eventFor("record.written", "record_id", rootRec); ev["project"] != "beta" {
+		t.Errorf("projects * naming beta: event project %v, want beta", ev["project"])
+	}
+
+	// Inside a turn the session's project wins: naming beta there reaches
+	// nothing of beta's.
+	sid := e.must(tWA, "POST", "/v1/sessions", `{"project":"alpha","name":"pid"}`)["id"].(string)
+	tid := e.must(tWA, "POST", "/v1/sessions/"+sid+"/turns", `{"instruction":{"type":"task.instruction","content":"go","author_id":"agent:a","metadata":{"project_id":"beta"}}}`)["id"].(string)
+	out := e.must(tWA, "POST", "/v1/turns/"+tid+"/records", `{"records":[`+rec("in the turn", "beta")+`]}`)
+	inTurn := out["records"].([]any)[0].(map[string]any)["id"].(string)
+	if ev := e.eventFor("record.written", "record_id", inTurn); ev["project"] != "alpha" {
+		t.Errorf("turn record naming project_id beta: event project %v, want the session's alpha", ev["project"])
+	}
+	if s := subjectOf(t, msgs, "record_id", inTurn); s != "oclaw.v1.alpha.evt.record.written" {
+		t.Errorf("turn record naming project_id beta: subject %s", s)
+	}
+	for _, beta := range e.feedEvents(tRoot, "project=beta&type=record.written") {
+		if beta["record_id"] != rootRec {
+			t.Errorf("beta's feed holds a record event of alpha's writer: %v", beta)
+		}
 	}
 }
