@@ -39,7 +39,7 @@ type Store interface {
 	Diff(ctx context.Context, a, b string) (*kura.Diff, error)
 	Proof(ctx context.Context, ledgerID, recordID string) (*kura.Proof, error)
 	Ping(ctx context.Context) error
-	LookupIdempotency(ctx context.Context, key string) (*kura.StoredAnswer, error)
+	LookupIdempotency(ctx context.Context, identity, key string) (*kura.StoredAnswer, error)
 
 	CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.Session, error)
 	GetSession(ctx context.Context, id string) (*kura.Session, error)

@@ -266,3 +266,57 @@ func TestAuthC_RecordProjectIDBound(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthC_IdempotencyKeyPerIdentity: an Idempotency-Key belongs to the
+// identity that sent it. Another identity reusing it writes afresh (no 409
+// telling it the key exists, no replay of someone else's answer), and the
+// owner's retry still replays its own answer.
+func TestAuthC_IdempotencyKeyPerIdentity(t *testing.T) {
+	e := startAuthKurad(t, nil)
+	send := func(tok, key, body string) (int, http.Header, []byte) {
+		req, _ := http.NewRequest("POST", e.base+"/v1/records", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, b
+	}
+	bodyA := `{"type":"agent.thought","content":"from a","author_id":"agent:a"}`
+	bodyB := `{"type":"agent.thought","content":"from a2","author_id":"agent:a2"}`
+	codeA, _, firstA := send(tWA, "shared-key", bodyA)
+	if codeA != 201 {
+		t.Fatalf("a: %d %s", codeA, firstA)
+	}
+	before := e.state()
+	codeB, hB, gotB := send(tWA2, "shared-key", bodyB)
+	if codeB != 201 || hB.Get("Idempotent-Replayed") != "" || !bytes.Contains(gotB, []byte(`"agent:a2"`)) {
+		t.Errorf("a2 reusing a's key with its own body: %d replayed=%q %s, want a fresh 201 write", codeB, hB.Get("Idempotent-Replayed"), gotB)
+	}
+	if e.state() == before {
+		t.Errorf("a2's write with a's key wrote nothing")
+	}
+	// The admin may send a's very body: still its own write, not a's answer.
+	codeR, hR, gotR := send(tRoot, "shared-key", bodyA)
+	if hR.Get("Idempotent-Replayed") != "" || codeR >= 300 || !bytes.Contains(gotR, []byte(`"deduplicated":true`)) {
+		t.Errorf("root reusing a's key and body: %d replayed=%q %s, want its own (deduplicated) answer", codeR, hR.Get("Idempotent-Replayed"), gotR)
+	}
+	// Each identity's retry replays its own first answer.
+	for _, c := range []struct {
+		tok, body string
+		want      []byte
+	}{{tWA, bodyA, firstA}, {tWA2, bodyB, gotB}} {
+		code, h, got := send(c.tok, "shared-key", c.body)
+		if code != 201 || h.Get("Idempotent-Replayed") != "true" || !bytes.Equal(got, c.want) {
+			t.Errorf("retry as %s: %d replayed=%q %s, want the first answer %s", c.tok, code, h.Get("Idempotent-Replayed"), got, c.want)
+		}
+	}
+	// The key still guards its owner: another body under it is 409.
+	if code, _, got := send(tWA, "shared-key", `{"type":"agent.thought","content":"other","author_id":"agent:a"}`); code != 409 {
+		t.Errorf("a reusing its key with another body: %d %s, want 409", code, got)
+	}
+}
