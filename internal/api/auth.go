@@ -685,12 +685,7 @@ func provenanceRef(s *Server, r *http.Request, rc *chi.Context, p auth.Principal
 }
 
 // KB scopes: the default scope "" is checked as the name "default".
-func kbScopeName(s string) string {
-	if s == "" {
-		return "default"
-	}
-	return s
-}
+func kbScopeName(s string) string { return kura.KBScopeName(s) }
 
 func kbAllows(p auth.Principal, scopes []string) error {
 	for _, sc := range scopes {

@@ -28,6 +28,7 @@ const (
 	tRA   = "tok-reader-a"
 	tWB   = "tok-writer-b"
 	tBad  = "tok-not-in-the-file"
+	tRG   = "tok-reader-scope-gamma" // scope gamma, project alpha
 )
 
 type authEnv struct {
@@ -45,7 +46,8 @@ func startAuthKurad(t *testing.T, configure func(*daemon.Config)) *authEnv {
 		auth.HashToken(tWA) + " agent:a writer alpha alpha\n" +
 		auth.HashToken(tWA2) + " agent:a2 writer alpha alpha\n" +
 		auth.HashToken(tRA) + " agent:r reader alpha alpha\n" +
-		auth.HashToken(tWB) + " agent:b writer beta beta\n"
+		auth.HashToken(tWB) + " agent:b writer beta beta\n" +
+		auth.HashToken(tRG) + " agent:rg reader gamma alpha\n"
 	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kuradtest"
 	"github.com/nats-io/nats.go"
 )
@@ -171,38 +172,54 @@ func (e *authEnv) eventFor(typ, ref, id string) map[string]any {
 	return nil
 }
 
-// subscribe collects the subjects published under oclaw.v1.>.
-func subscribe(t *testing.T, d *kuradtest.Daemon) chan *nats.Msg {
+// natsLog keeps every message published under oclaw.v1.>.
+type natsLog struct {
+	t    *testing.T
+	ch   chan *nats.Msg
+	seen []*nats.Msg
+}
+
+func subscribe(t *testing.T, d *kuradtest.Daemon) *natsLog {
 	t.Helper()
 	nc, err := nats.Connect("nats://" + d.NATSAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	ch := make(chan *nats.Msg, 1000)
-	if _, err := nc.ChanSubscribe("oclaw.v1.>", ch); err != nil {
+	l := &natsLog{t: t, ch: make(chan *nats.Msg, 1000)}
+	if _, err := nc.ChanSubscribe("oclaw.v1.>", l.ch); err != nil {
 		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return ch
+	return l
 }
 
-// subjectOf waits for the NATS message of the event with ref=id.
-func subjectOf(t *testing.T, ch chan *nats.Msg, ref, id string) string {
-	t.Helper()
+// subject waits for the first message of the event with ref=id and
+// returns its subject.
+func (l *natsLog) subject(ref, id string) string {
+	l.t.Helper()
+	match := func(m *nats.Msg) bool {
+		var p map[string]any
+		json.Unmarshal(m.Data, &p)
+		return p[ref] == id
+	}
+	for _, m := range l.seen {
+		if match(m) {
+			return m.Subject
+		}
+	}
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
-		case m := <-ch:
-			var p map[string]any
-			json.Unmarshal(m.Data, &p)
-			if p[ref] == id {
+		case m := <-l.ch:
+			l.seen = append(l.seen, m)
+			if match(m) {
 				return m.Subject
 			}
 		case <-timeout:
-			t.Fatalf("no NATS message for %s %s", ref, id)
+			l.t.Fatalf("no NATS message for %s %s", ref, id)
 			return ""
 		}
 	}
@@ -240,7 +257,7 @@ func TestAuthC_RecordProjectIDBound(t *testing.T) {
 	if ev := e.eventFor("record.written", "record_id", own); ev["project"] != "alpha" {
 		t.Errorf("record with project_id alpha: event project %v, want alpha", ev["project"])
 	}
-	if s := subjectOf(t, msgs, "record_id", own); s != "oclaw.v1.alpha.evt.record.written" {
+	if s := msgs.subject("record_id", own); s != "oclaw.v1.alpha.evt.record.written" {
 		t.Errorf("record with project_id alpha: subject %s", s)
 	}
 	rootRec := e.must(tRoot, "POST", "/v1/records", `{"type":"agent.thought","content":"root","author_id":"user:root","metadata":{"project_id":"beta"}}`)["id"].(string)
@@ -257,12 +274,181 @@ func TestAuthC_RecordProjectIDBound(t *testing.T) {
 	if ev := e.eventFor("record.written", "record_id", inTurn); ev["project"] != "alpha" {
 		t.Errorf("turn record naming project_id beta: event project %v, want the session's alpha", ev["project"])
 	}
-	if s := subjectOf(t, msgs, "record_id", inTurn); s != "oclaw.v1.alpha.evt.record.written" {
+	if s := msgs.subject("record_id", inTurn); s != "oclaw.v1.alpha.evt.record.written" {
 		t.Errorf("turn record naming project_id beta: subject %s", s)
 	}
 	for _, beta := range e.feedEvents(tRoot, "project=beta&type=record.written") {
 		if beta["record_id"] != rootRec {
 			t.Errorf("beta's feed holds a record event of alpha's writer: %v", beta)
+		}
+	}
+}
+
+// TestAuthC_KBEventsCarryScope: kb.changed events carry the KB scope as
+// their project (the default scope "" as default), as memory events carry
+// theirs, on NATS and in the feed; a restricted token's feed shows only
+// its scopes' KB events.
+func TestAuthC_KBEventsCarryScope(t *testing.T) {
+	e := startAuthKurad(t, func(c *daemon.Config) { c.DefaultProject = "dflt" })
+	msgs := subscribe(t, e.d)
+	put := func(tok, scope, id string) string {
+		return e.must(tok, "PUT", "/v1/kb/kb1/entries", `{"scope":"`+scope+`","identifier":"`+id+`","value":"v"}`)["id"].(string)
+	}
+	entries := map[string]string{ // entry id -> want project
+		put(tWA, "alpha", "a"):   "alpha",
+		put(tWB, "beta", "b"):    "beta",
+		put(tRoot, "gamma", "g"): "gamma",
+		put(tRoot, "", "d"):      "default",
+	}
+	// A batch, a patch and a delete change entries too.
+	e.must(tWA, "PUT", "/v1/kb/kb1/entries/batch", `{"entries":[{"scope":"alpha","identifier":"a2","value":"v"}]}`)
+	e.must(tWA, "PATCH", "/v1/kb/kb1/entries", `{"scope":"alpha","identifier":"a","value":"v2"}`)
+	e.must(tRoot, "DELETE", "/v1/kb/kb1/entries?scope=gamma&identifier=g", "")
+
+	for id, want := range entries {
+		if ev := e.eventFor("kb.changed", "entry_id", id); ev["project"] != want {
+			t.Errorf("kb.changed of entry %s: project %v, want %s", id, ev["project"], want)
+		}
+		if s := msgs.subject("entry_id", id); s != "oclaw.v1."+want+".evt.kb.changed" {
+			t.Errorf("kb.changed of entry %s: subject %s, want oclaw.v1.%s.evt.kb.changed", id, s, want)
+		}
+	}
+	all := e.feedEvents(tRoot, "type=kb.changed")
+	if len(all) != 7 {
+		t.Fatalf("root sees %d kb.changed events, want 7: %v", len(all), all)
+	}
+	for _, c := range []struct {
+		tok   string
+		scope string
+	}{
+		{tRA, "alpha"}, // scopes alpha
+		{tRG, "gamma"}, // scope gamma, project alpha: scope decides
+		{tWB, "beta"},
+	} {
+		var want int
+		for _, ev := range all {
+			if ev["project"] == c.scope {
+				want++
+			}
+		}
+		for _, path := range []string{"/v1/events?type=kb.changed&limit=1000", "/v1/events/stream?type=kb.changed"} {
+			got := e.kbEventsSeen(c.tok, path, want)
+			if len(got) != want {
+				t.Errorf("%s as %s: %d kb.changed events, want %d (scope %s): %v", path, c.tok, len(got), want, c.scope, got)
+			}
+			for _, ev := range got {
+				if ev["project"] != c.scope {
+					t.Errorf("%s as %s: sees kb.changed of %v: %v", path, c.tok, ev["project"], ev)
+				}
+			}
+		}
+	}
+	// The feed's project filter names the scope too.
+	if got := e.feedEvents(tRG, "type=kb.changed&project=alpha"); len(got) != 0 {
+		t.Errorf("scope gamma token, project=alpha: %v, want none (alpha's KB is not its scope)", got)
+	}
+}
+
+// kbEventsSeen reads the events path (feed or stream) as tok; a stream is
+// read until n events arrived or a quiet second passed.
+func (e *authEnv) kbEventsSeen(tok, path string, n int) []map[string]any {
+	e.t.Helper()
+	if !strings.Contains(path, "/stream") {
+		var page struct {
+			Events []map[string]any `json:"events"`
+		}
+		code, b := e.do(tok, "GET", path, "")
+		if code != 200 {
+			e.t.Fatalf("%s: %d %s", path, code, b)
+		}
+		json.Unmarshal(b, &page)
+		return page.Events
+	}
+	s := e.openStream(tok, path)
+	defer s.close()
+	var out []map[string]any
+	for {
+		ev, ok := s.next(time.Second)
+		if !ok {
+			return out
+		}
+		out = append(out, ev)
+		if len(out) > n {
+			return out
+		}
+	}
+}
+
+// sse is an open event stream read line by line in the background.
+type sse struct {
+	t      *testing.T
+	cancel context.CancelFunc
+	lines  chan string // closed at the end of the stream
+	status int
+}
+
+func (e *authEnv) openStream(tok, path string) *sse {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		e.t.Fatalf("stream %s: %v", path, err)
+	}
+	s := &sse{t: e.t, cancel: cancel, lines: make(chan string, 1000), status: resp.StatusCode}
+	go func() {
+		defer close(s.lines)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+	}()
+	e.t.Cleanup(cancel)
+	return s
+}
+
+func (s *sse) close() { s.cancel() }
+
+// next returns the data of the next event frame, or false when the stream
+// ended or nothing came within quiet.
+func (s *sse) next(quiet time.Duration) (map[string]any, bool) {
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				return nil, false
+			}
+			if d, found := strings.CutPrefix(l, "data: "); found {
+				var m map[string]any
+				json.Unmarshal([]byte(d), &m)
+				return m, true
+			}
+		case <-timer.C:
+			return nil, false
+		}
+	}
+}
+
+// ended waits up to d for the end of the stream and returns what came
+// before it.
+func (s *sse) ended(d time.Duration) ([]string, bool) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var got []string
+	for {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				return got, true
+			}
+			got = append(got, l)
+		case <-timer.C:
+			return got, false
 		}
 	}
 }
