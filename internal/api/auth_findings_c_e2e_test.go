@@ -9,10 +9,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kuradtest"
 	"github.com/nats-io/nats.go"
@@ -504,5 +507,95 @@ func TestAuthC_IdempotencyKeyPerIdentity(t *testing.T) {
 	// The key still guards its owner: another body under it is 409.
 	if code, _, got := send(tWA, "shared-key", `{"type":"agent.thought","content":"other","author_id":"agent:a"}`); code != 409 {
 		t.Errorf("a reusing its key with another body: %d %s, want 409", code, got)
+	}
+}
+
+// TestAuthC_StreamsEndWhenTokenRevoked: a reload of the tokens file that
+// removes a token ends that token's open event stream and long poll within
+// a second or two, as one that changes a token's rights ends its stream;
+// other tokens' streams keep going.
+func TestAuthC_StreamsEndWhenTokenRevoked(t *testing.T) {
+	e := startAuthKurad(t, nil)
+	revoked := e.openStream(tWA, "/v1/events/stream")
+	kept := e.openStream(tRA, "/v1/events/stream?project=alpha")
+	widened := e.openStream(tWA2, "/v1/events/stream")
+	if revoked.status != 200 || kept.status != 200 || widened.status != 200 {
+		t.Fatalf("streams: %d %d %d", revoked.status, kept.status, widened.status)
+	}
+	type answer struct {
+		code int
+		body []byte
+	}
+	poll := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", e.base+"/v1/events?after=1000000&wait=50s", nil)
+		req.Header.Set("Authorization", "Bearer "+tWA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			poll <- answer{code: -1, body: []byte(err.Error())}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		poll <- answer{resp.StatusCode, b}
+	}()
+	// Both streams are live before the reload.
+	sid := e.must(tWA, "POST", "/v1/sessions", `{"project":"alpha","name":"before"}`)["id"].(string)
+	for _, s := range []*sse{revoked, kept, widened} {
+		if ev, ok := s.next(10 * time.Second); !ok || ev["session_id"] != sid {
+			t.Fatalf("stream before the reload: %v %v, want the session event", ev, ok)
+		}
+	}
+
+	file := filepath.Join(e.dir, "tokens")
+	old, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a's line goes; a2's stays with another project added.
+	var keep []string
+	for _, l := range strings.Split(string(old), "\n") {
+		switch {
+		case strings.HasPrefix(l, auth.HashToken(tWA)+" "):
+		case strings.HasPrefix(l, auth.HashToken(tWA2)+" "):
+			keep = append(keep, auth.HashToken(tWA2)+" agent:a2 writer alpha alpha,beta")
+		default:
+			keep = append(keep, l)
+		}
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(keep, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.d.ReloadTokens(); err != nil {
+		t.Fatal(err)
+	}
+
+	lines, ok := revoked.ended(3 * time.Second)
+	if !ok {
+		t.Errorf("the revoked token's stream is still open 3s after the reload")
+	} else if !strings.Contains(strings.Join(lines, "\n"), `"unauthenticated"`) {
+		t.Errorf("the revoked stream ended without saying why: %q", lines)
+	}
+	// A token whose rights changed: its stream ends (it was filtered by
+	// the old rights) without an error; a new one carries the new rights.
+	if lines, ok := widened.ended(3 * time.Second); !ok {
+		t.Errorf("the stream of a token whose rights changed is still open 3s after the reload")
+	} else if strings.Contains(strings.Join(lines, "\n"), "event: error") {
+		t.Errorf("the stream of a token whose rights changed ended with an error: %q", lines)
+	}
+	select {
+	case a := <-poll:
+		if a.code != 401 || !bytes.Contains(a.body, []byte(`"unauthenticated"`)) {
+			t.Errorf("the revoked token's long poll: %d %s, want 401 unauthenticated", a.code, a.body)
+		}
+	case <-time.After(3 * time.Second):
+		t.Errorf("the revoked token's long poll is still waiting 3s after the reload")
+	}
+	sid2 := e.must(tWA2, "POST", "/v1/sessions", `{"project":"alpha","name":"after"}`)["id"].(string)
+	if ev, ok := kept.next(10 * time.Second); !ok || ev["session_id"] != sid2 {
+		t.Errorf("a kept token's stream after the reload: %v %v, want the new session event", ev, ok)
+	}
+	if code, _ := e.do(tWA, "GET", "/v1/events/stream", ""); code != 401 {
+		t.Errorf("a new stream with the revoked token: %d, want 401", code)
 	}
 }
