@@ -84,7 +84,7 @@ var accessRules = map[string]accessRule{
 	"POST /v1/sessions/{id}/turns": {role: auth.RoleWriter, check: checkTurnOpen},
 	"GET /v1/turns":                {role: auth.RoleReader}, // filtered by listTurns
 	"GET /v1/turns/{id}":           {role: auth.RoleReader, check: turnParam},
-	"POST /v1/turns/{id}/claim":    {role: auth.RoleWriter, check: turnParam},
+	"POST /v1/turns/{id}/claim":    {role: auth.RoleWriter, check: checkClaim},
 	"POST /v1/turns/{id}/renew":    {role: auth.RoleWriter, check: turnParam},
 	"POST /v1/turns/{id}/records":  {role: auth.RoleWriter, check: checkTurnAppend},
 	"POST /v1/turns/{id}/close":    {role: auth.RoleWriter, check: turnParam},
@@ -497,6 +497,19 @@ func turnScope(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) (s
 		err = kura.Errorf(kura.ENotFound, "turn not found")
 	}
 	return scope, err
+}
+
+// checkClaim: the worker of a claim is bound like an author, so a writer
+// claims turns only as itself (a claim without worker is the caller's).
+func checkClaim(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+	if err := turnParam(s, r, rc, p); err != nil {
+		return err
+	}
+	var in kura.TurnClaim
+	if !s.peekBody(r, &in) || !kura.ValidAuthorID(in.Worker) {
+		return nil // the handler answers what is wrong with the body
+	}
+	return checkAuthors(p, "worker", []string{in.Worker})
 }
 
 func checkSessionCreate(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {

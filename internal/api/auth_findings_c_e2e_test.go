@@ -599,3 +599,37 @@ func TestAuthC_StreamsEndWhenTokenRevoked(t *testing.T) {
 		t.Errorf("a new stream with the revoked token: %d, want 401", code)
 	}
 }
+
+// TestAuthC_ClaimWorkerBound: a writer claims turns only as itself; a claim
+// naming another worker is 403 and writes nothing. Admins may name anyone,
+// and a claim without worker is the caller's.
+func TestAuthC_ClaimWorkerBound(t *testing.T) {
+	e := startAuthKurad(t, nil)
+	turn := func(name string) string {
+		sid := e.must(tWA, "POST", "/v1/sessions", `{"project":"alpha","name":"`+name+`"}`)["id"].(string)
+		return e.must(tWA, "POST", "/v1/sessions/"+sid+"/turns", `{"instruction":{"type":"task.instruction","content":"go","author_id":"agent:a"}}`)["id"].(string)
+	}
+	t1, t2, t3 := turn("c1"), turn("c2"), turn("c3")
+	for _, w := range []string{"agent:a2", "agent:someone-else", "user:root", "sys:kurad"} {
+		before := e.state()
+		code, b := e.do(tWA, "POST", "/v1/turns/"+t1+"/claim", `{"worker":"`+w+`","lease_seconds":60}`)
+		if code != 403 || !bytes.Contains(b, []byte(`"permission_denied"`)) {
+			t.Errorf("writer a claiming as %s: %d %s, want 403", w, code, b)
+		}
+		if after := e.state(); after != before {
+			t.Errorf("refused claim as %s changed the database: %s -> %s", w, before, after)
+		}
+		if got := e.must(tRoot, "GET", "/v1/turns/"+t1, ""); got["epoch"] != float64(0) || got["worker"] != nil {
+			t.Errorf("after a refused claim as %s the turn reads epoch %v worker %v", w, got["epoch"], got["worker"])
+		}
+	}
+	if l := e.must(tWA, "POST", "/v1/turns/"+t1+"/claim", `{"worker":"agent:a","lease_seconds":60}`); l["worker"] != "agent:a" || l["epoch"] != float64(1) {
+		t.Errorf("writer a claiming as itself: %v", l)
+	}
+	if l := e.must(tWA, "POST", "/v1/turns/"+t2+"/claim", `{"lease_seconds":60}`); l["worker"] != "agent:a" {
+		t.Errorf("claim without worker: worker %v, want the caller agent:a", l["worker"])
+	}
+	if l := e.must(tRoot, "POST", "/v1/turns/"+t3+"/claim", `{"worker":"agent:pool-7"}`); l["worker"] != "agent:pool-7" {
+		t.Errorf("admin claiming for agent:pool-7: %v", l)
+	}
+}

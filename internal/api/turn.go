@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -35,6 +36,9 @@ func (s *Server) handleTurnClaim(w http.ResponseWriter, r *http.Request) {
 	if err := s.decodeJSON(w, r, &in); err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if in.Worker == "" {
+		in.Worker = auth.FromContext(r.Context()).Identity // claims as the caller
 	}
 	l, err := s.store.ClaimTurn(r.Context(), chi.URLParam(r, "id"), &in)
 	if err != nil {
