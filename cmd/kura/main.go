@@ -95,7 +95,7 @@ func commandTable() []command {
 		{"turn append", "<turn> [--epoch N] (--type T --author A --content JSON | --record-id ID... | --stdin | -)", "append records to a turn's output", setupTurnAppend},
 		{"turn close", "<turn> [--epoch N] [--status complete|failed]", "close a turn: seal its output ledger and move the head to it", setupTurnClose},
 		{"turn show", "<turn>", "show a turn", setupTurnShow},
-		{"turn claim", "<turn> --worker W [--lease SECONDS]", "claim a turn for a worker; prints the epoch later writes must carry", setupTurnClaim},
+		{"turn claim", "<turn> [--worker W] [--lease SECONDS]", "claim a turn (as yourself unless an admin names --worker); prints the epoch later writes must carry", setupTurnClaim},
 		{"turn renew", "<turn> --epoch N [--lease SECONDS]", "extend a worker's claim on a turn", setupTurnRenew},
 		{"turn list", "[--session S] [--state STATE] [--limit N] [--cursor C]", "list turns", setupTurnList},
 		{"trace", "<scope> <ref> [--direction backward|forward|both] [--depth N]", "show where a memory or record came from and what was derived from it, as a tree", setupTrace},

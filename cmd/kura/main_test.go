@@ -99,7 +99,7 @@ func TestRun_CommandLine(t *testing.T) {
 		{"TurnAppendBadEpoch", []string{"turn", "append", "t", "--epoch", "x"}, exitUsage, "", "invalid value"},
 		{"TurnCloseBadStatus", []string{"turn", "close", "t", "--status", "done"}, exitUsage, "", "--status must be complete or failed"},
 		{"TurnCloseTwoTurns", []string{"turn", "close", "a", "b"}, exitUsage, "", "turn close takes one turn"},
-		{"TurnClaimNoWorker", []string{"turn", "claim", "t"}, exitUsage, "", "--worker is required"},
+		{"TurnClaimTwoTurns", []string{"turn", "claim", "a", "b"}, exitUsage, "", "turn claim takes one turn"},
 		{"TurnRenewNoEpoch", []string{"turn", "renew", "t"}, exitUsage, "", "--epoch is required"},
 		{"TurnListArg", []string{"turn", "list", "x"}, exitUsage, "", "turn list takes no arguments"},
 		{"TurnIdempotencyKeyTooLong", []string{"turn", "close", "t", "--idempotency-key", strings.Repeat("k", 129)}, exitFail, "", "at most 128"},

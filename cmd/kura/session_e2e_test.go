@@ -341,8 +341,12 @@ func TestE2E_SessionTurns(t *testing.T) {
 		if code != exitFail || !strings.HasPrefix(errOut, "kura: conflict: ") {
 			t.Errorf("second open turn: got exit %d, stderr %q, want conflict", code, errOut)
 		}
+		// Without --worker the claim is the caller's own (here user:local).
+		if out := kuraOK(t, url, "", "turn", "claim", opened.ID); !strings.Contains(out, "for user:local: epoch 1") {
+			t.Errorf("turn claim without --worker: %q, want a claim for user:local", out)
+		}
 		var closed client.Turn
-		kuraJSON(t, url, "", &closed, "turn", "close", opened.ID, "--status", "failed")
+		kuraJSON(t, url, "", &closed, "turn", "close", opened.ID, "--status", "failed", "--epoch", "1")
 		if closed.State != client.TurnFailed {
 			t.Errorf("got state %s, want failed", closed.State)
 		}

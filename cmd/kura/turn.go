@@ -308,15 +308,12 @@ func printTurnDetails(w io.Writer, t *client.Turn) error {
 }
 
 func setupTurnClaim(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
-	worker := fs.String("worker", "", "worker `id` claiming the turn, e.g. agent:hashi")
+	worker := fs.String("worker", "", "worker `id` claiming the turn, e.g. agent:hashi (default: the caller's own identity; only an admin may name another)")
 	lease := fs.Int("lease", 0, "lease length in `SECONDS` (default: kurad's)")
 	idem := idempotencyFlag(fs)
 	return func(ctx context.Context, c *cli, args []string) error {
 		if len(args) != 1 {
 			return usagef("turn claim takes one turn")
-		}
-		if *worker == "" {
-			return usagef("--worker is required")
 		}
 		if *lease < 0 {
 			return usagef("--lease must not be negative")

@@ -40,7 +40,7 @@ type config struct {
 	Target    string // dispatch target; "" takes no turns
 	Queue     string
 	StateFile string
-	Name      string // identity turns are claimed under
+	Name      string // identity turns are claimed under; "": the caller's
 	Log       *slog.Logger
 
 	// Tests watch progress through these; the command leaves them nil.
@@ -58,7 +58,13 @@ func main() {
 	flag.StringVar(&cfg.Target, "target", "", "dispatch target to take turns for (oclaw.v1.{project}.cmd.{target}.dispatch)")
 	flag.StringVar(&cfg.Queue, "queue", "workers", "NATS queue group shared by the workers of a target")
 	flag.StringVar(&cfg.StateFile, "state", "worker.seq", "file keeping the last event seq handled")
-	flag.StringVar(&cfg.Name, "name", workerName(host, os.Getpid()), "worker identity for turn claims")
+	name := workerName(host, os.Getpid())
+	if cfg.Token != "" {
+		// kurad binds a token's claims to the token's identity: claim
+		// without a name, which kurad fills in with that identity.
+		name = ""
+	}
+	flag.StringVar(&cfg.Name, "name", name, "worker identity for turn claims (with KURA_TOKEN: the token's identity, which only an admin token may override)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/client"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kuradtest"
 )
@@ -242,6 +243,49 @@ func TestWorker_Dispatch(t *testing.T) {
 				t.Errorf("got %d turns closed, want %d", len(closedBy), len(turns))
 			}
 		})
+	}
+}
+
+// TestWorker_DispatchWithToken: with a token the worker claims turns as the
+// token's identity (kurad refuses a writer claiming as anyone else), and
+// writes and closes them under it.
+func TestWorker_DispatchWithToken(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	const adminTok, workerTok = "tok-admin", "tok-worker"
+	lines := auth.HashToken(adminTok) + " user:test admin * *\n" +
+		auth.HashToken(workerTok) + " agent:example-worker writer hashi hashi\n"
+	if err := os.WriteFile(tokens, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) { c.TokensFile = tokens; c.RateLimit = 0 }})
+	c, ctx := client.New(d.BaseURL(), client.WithToken(adminTok)), t.Context()
+	sess, err := c.CreateSession(ctx, client.SessionInput{Project: "hashi", Name: "dispatch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	stop := startWorker(t, config{KuraURL: d.BaseURL(), Token: workerTok, Project: "hashi", Target: "builder", Queue: "workers",
+		StateFile: filepath.Join(t.TempDir(), "worker.seq"), onTurn: func(id string) { done <- id }})
+	defer stop()
+	turn, err := c.OpenTurn(ctx, sess.ID, client.TurnOpenInput{Dispatch: "builder",
+		Instruction: &client.RecordInput{Type: "task.instruction", AuthorID: "user:test", Content: json.RawMessage(`"step"`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-done:
+		if id != turn.ID {
+			t.Fatalf("worker closed turn %s, want %s", id, turn.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not close the dispatched turn")
+	}
+	got, err := c.GetTurn(ctx, turn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != client.TurnComplete || got.Worker == nil || *got.Worker != "agent:example-worker" {
+		t.Errorf("got turn state %s worker %v, want complete, claimed by agent:example-worker", got.State, got.Worker)
 	}
 }
 

@@ -39,7 +39,7 @@ type Store interface {
 	Diff(ctx context.Context, a, b string) (*kura.Diff, error)
 	Proof(ctx context.Context, ledgerID, recordID string) (*kura.Proof, error)
 	Ping(ctx context.Context) error
-	LookupIdempotency(ctx context.Context, key string) (*kura.StoredAnswer, error)
+	LookupIdempotency(ctx context.Context, identity, key string) (*kura.StoredAnswer, error)
 
 	CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.Session, error)
 	GetSession(ctx context.Context, id string) (*kura.Session, error)
@@ -134,6 +134,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	r.Use(middleware.RequestID)
 	r.Use(s.observe)
 	r.Use(s.recoverer)
+	r.Use(s.checkHost)
 	r.Use(s.authenticate)
 	r.Use(s.checkPathParams)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

@@ -59,8 +59,8 @@ var accessRules = map[string]accessRule{
 	"GET /readyz":                    {open: true},
 	"GET /metrics":                   {role: auth.RoleReader},
 	"GET /v1/info":                   {role: auth.RoleReader},
-	"POST /v1/records":               {role: auth.RoleWriter, check: bodyCheck[kura.RecordInput](func(in *kura.RecordInput) []string { return []string{in.AuthorID} }, nil)},
-	"POST /v1/records/batch":         {role: auth.RoleWriter, check: bodyCheck[recordBatch](func(in *recordBatch) []string { return recordAuthors(in.Records) }, nil)},
+	"POST /v1/records":               {role: auth.RoleWriter, check: bodyCheck[kura.RecordInput](func(in *kura.RecordInput) []string { return []string{in.AuthorID} }, recordProject)},
+	"POST /v1/records/batch":         {role: auth.RoleWriter, check: bodyCheck[recordBatch](func(in *recordBatch) []string { return recordAuthors(in.Records) }, recordBatchProjects)},
 	"GET /v1/records":                {role: auth.RoleReader, check: checkRecordList},
 	"GET /v1/records/by-hash/{hash}": {role: auth.RoleReader, check: checkRecordHash},
 	"GET /v1/records/{id}":           {role: auth.RoleReader, check: recordParam("id")},
@@ -87,7 +87,7 @@ var accessRules = map[string]accessRule{
 	"POST /v1/sessions/{id}/turns": {role: auth.RoleWriter, check: checkTurnOpen},
 	"GET /v1/turns":                {role: auth.RoleReader}, // filtered by listTurns
 	"GET /v1/turns/{id}":           {role: auth.RoleReader, check: turnParam},
-	"POST /v1/turns/{id}/claim":    {role: auth.RoleWriter, check: turnParam},
+	"POST /v1/turns/{id}/claim":    {role: auth.RoleWriter, check: checkClaim},
 	"POST /v1/turns/{id}/renew":    {role: auth.RoleWriter, check: turnParam},
 	"POST /v1/turns/{id}/records":  {role: auth.RoleWriter, check: checkTurnAppend},
 	"POST /v1/turns/{id}/close":    {role: auth.RoleWriter, check: turnParam},
@@ -311,6 +311,26 @@ func recordAuthors(ins []kura.RecordInput) []string {
 	return out
 }
 
+// recordProject: a record written outside a turn sends its event to
+// the project its metadata.project_id names (the feed and the NATS
+// subject), so the token must hold that project. Inside a turn the
+// session's project is used whatever the metadata says.
+func recordProject(s *Server, r *http.Request, p auth.Principal, in *kura.RecordInput) error {
+	if pid := in.Metadata["project_id"]; kura.ValidSlug(pid) && !p.AllowsProject(pid) {
+		return denied("metadata.project_id %s is outside the token's projects (the record's event would go to that project)", pid)
+	}
+	return nil
+}
+
+func recordBatchProjects(s *Server, r *http.Request, p auth.Principal, in *recordBatch) error {
+	for i := range in.Records {
+		if err := recordProject(s, r, p, &in.Records[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // bodyCheck binds the authors found in the body, then runs more.
 func bodyCheck[T any](authors func(*T) []string, more func(s *Server, r *http.Request, p auth.Principal, in *T) error) accessCheck {
 	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
@@ -502,6 +522,19 @@ func turnScope(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) (s
 		err = kura.Errorf(kura.ENotFound, "turn not found")
 	}
 	return scope, err
+}
+
+// checkClaim: the worker of a claim is bound like an author, so a writer
+// claims turns only as itself (a claim without worker is the caller's).
+func checkClaim(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+	if err := turnParam(s, r, rc, p); err != nil {
+		return err
+	}
+	var in kura.TurnClaim
+	if !s.peekBody(r, &in) || !kura.ValidAuthorID(in.Worker) {
+		return nil // the handler answers what is wrong with the body
+	}
+	return checkAuthors(p, "worker", []string{in.Worker})
 }
 
 func checkSessionCreate(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
@@ -733,12 +766,7 @@ func provenanceRef(s *Server, r *http.Request, rc *chi.Context, p auth.Principal
 }
 
 // KB scopes: the default scope "" is checked as the name "default".
-func kbScopeName(s string) string {
-	if s == "" {
-		return "default"
-	}
-	return s
-}
+func kbScopeName(s string) string { return kura.KBScopeName(s) }
 
 func kbAllows(p auth.Principal, scopes []string) error {
 	for _, sc := range scopes {

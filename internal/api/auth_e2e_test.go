@@ -28,12 +28,14 @@ const (
 	tRA   = "tok-reader-a"
 	tWB   = "tok-writer-b"
 	tBad  = "tok-not-in-the-file"
+	tRG   = "tok-reader-scope-gamma" // scope gamma, project alpha
 )
 
 type authEnv struct {
 	t    *testing.T
 	base string
 	dir  string
+	d    *kuradtest.Daemon
 }
 
 func startAuthKurad(t *testing.T, configure func(*daemon.Config)) *authEnv {
@@ -46,7 +48,8 @@ func startAuthKurad(t *testing.T, configure func(*daemon.Config)) *authEnv {
 		auth.HashToken(tRA) + " agent:r reader alpha alpha\n" +
 		auth.HashToken(tWB) + " agent:b writer beta beta\n" +
 		auth.HashToken(tWP) + " agent:p writer gamma alpha\n" +
-		auth.HashToken(tRS) + " agent:s reader beta *\n"
+		auth.HashToken(tRS) + " agent:s reader beta *\n" +
+		auth.HashToken(tRG) + " agent:rg reader gamma alpha\n"
 	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +60,7 @@ func startAuthKurad(t *testing.T, configure func(*daemon.Config)) *authEnv {
 			configure(c)
 		}
 	}})
-	return &authEnv{t: t, base: d.BaseURL(), dir: dir}
+	return &authEnv{t: t, base: d.BaseURL(), dir: dir, d: d}
 }
 
 // do sends one request; a stream's body is cut short after its headers.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -123,6 +124,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	tokens := s.watchToken(r)
 	var deadline <-chan time.Time
 	if wait > 0 {
 		// The wait may outlast the server's write timeout (configurable,
@@ -163,6 +165,17 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-changed:
+		case <-tokens.changed():
+			if err := tokens.recheck(); err != nil {
+				if kura.IsCode(err, kura.EUnauth) {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="kura"`)
+					s.writeError(w, r, err)
+				} else {
+					// Other rights now: answer, and the next poll gets them.
+					writeBody(w, http.StatusOK, eventsBody(page))
+				}
+				return
+			}
 		case <-deadline:
 			writeBody(w, http.StatusOK, eventsBody(page))
 			return
@@ -219,6 +232,7 @@ func (s *Server) handleEventStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	tokens := s.watchToken(r)
 	keepalive := time.NewTicker(streamKeepalive)
 	defer keepalive.Stop()
 	var buf []byte
@@ -267,6 +281,15 @@ func (s *Server) handleEventStream(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-changed:
+		case <-tokens.changed():
+			if err := tokens.recheck(); err != nil {
+				if kura.IsCode(err, kura.EUnauth) {
+					send([]byte("event: error\ndata: " + string(s.streamErrorBody(r, err)) + "\n\n"))
+				}
+				// Other rights: the client reconnects (an EventSource does
+				// so by itself) and its new stream carries them.
+				return
+			}
 		case <-keepalive.C:
 			if !send([]byte(": keepalive\n\n")) {
 				return
@@ -277,6 +300,51 @@ func (s *Server) handleEventStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// tokenWatch lets a long poll or an event stream, authorised once when it
+// started, notice a reload of the tokens file (SIGHUP) that revokes its
+// token or changes what the token may see.
+type tokenWatch struct {
+	s  *Server
+	r  *http.Request
+	ch <-chan struct{}
+}
+
+func (s *Server) watchToken(r *http.Request) *tokenWatch {
+	t := &tokenWatch{s: s, r: r}
+	if t.recheck() != nil {
+		// A reload came between the middleware's lookup and now: the
+		// first wait wakes at once and finds it again.
+		t.ch = closedChan
+	}
+	return t
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// changed is ready at the next reload; nil (never ready) without tokens.
+func (t *tokenWatch) changed() <-chan struct{} { return t.ch }
+
+// errRightsChanged ends a stream whose token now carries other rights.
+var errRightsChanged = kura.Errorf(kura.EDenied, "the token's rights changed")
+
+// recheck looks the request's token up again after a reload: nil while it
+// still grants exactly what it did, unauthenticated once the tokens file
+// no longer holds it, errRightsChanged when it grants something else now.
+func (t *tokenWatch) recheck() error {
+	t.ch = t.s.cfg.Tokens.Changed()
+	if t.s.cfg.Tokens == nil {
+		return nil // tokenless: nothing to revoke
+	}
+	p, ok := t.s.cfg.Tokens.Lookup(bearer(t.r))
+	switch {
+	case !ok:
+		return kura.Errorf(kura.EUnauth, "the token was revoked (the tokens file no longer holds it)")
+	case !p.Equal(auth.FromContext(t.r.Context())):
+		return errRightsChanged
+	}
+	return nil
 }
 
 // CloseStreams ends long polls and event streams, so a graceful shutdown

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -45,7 +46,8 @@ func (s *Server) answer(w http.ResponseWriter, status int, v any) {
 // idempotent wraps a write route: a request carrying Idempotency-Key whose
 // answer is stored gets that answer again and writes nothing; otherwise the
 // key rides along to the store, which keeps the answer in the same
-// transaction as the write.
+// transaction as the write. A key belongs to the caller's identity: the
+// same key from another identity is another key.
 func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
@@ -66,18 +68,19 @@ func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 		// its target there), so one key reused with another query is refused.
 		sum := sha256.Sum256([]byte(r.Method + " " + r.URL.Path + "?" + r.URL.RawQuery + "\n" + string(body)))
 		fp := hex.EncodeToString(sum[:])
-		if s.replay(w, r, key, fp) {
+		identity := auth.FromContext(r.Context()).Identity
+		if s.replay(w, r, identity, key, fp) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		ctx := kura.WithIdempotency(r.Context(), &kura.Idempotency{Key: key, Fingerprint: fp, Render: render})
+		ctx := kura.WithIdempotency(r.Context(), &kura.Idempotency{Identity: identity, Key: key, Fingerprint: fp, Render: render})
 		h(w, r.WithContext(ctx))
 	}
 }
 
 // replay answers from a stored answer; it reports whether it answered.
-func (s *Server) replay(w http.ResponseWriter, r *http.Request, key, fp string) bool {
-	a, err := s.store.LookupIdempotency(r.Context(), key)
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, identity, key, fp string) bool {
+	a, err := s.store.LookupIdempotency(r.Context(), identity, key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return true
@@ -97,11 +100,15 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, key, fp string) 
 // replayAfterRace answers a write that lost the race for its key to a
 // concurrent request with the same key: the winner's answer is stored now.
 func (s *Server) replayAfterRace(w http.ResponseWriter, r *http.Request) bool {
-	a, err := s.store.LookupIdempotency(r.Context(), r.Header.Get("Idempotency-Key"))
+	idem := kura.IdempotencyFrom(r.Context())
+	if idem == nil {
+		return false
+	}
+	a, err := s.store.LookupIdempotency(r.Context(), idem.Identity, idem.Key)
 	if err != nil || a == nil {
 		return false
 	}
-	if idem := kura.IdempotencyFrom(r.Context()); idem == nil || idem.Fingerprint != a.Fingerprint {
+	if idem.Fingerprint != a.Fingerprint {
 		s.writeJSON(w, http.StatusConflict, map[string]any{"error": kura.Errorf(kura.EConflict, "this Idempotency-Key was used for a different request").WithDetail("field", "Idempotency-Key")})
 		return true
 	}

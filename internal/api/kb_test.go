@@ -406,14 +406,19 @@ func TestKB_Events(t *testing.T) {
 	p := decode[struct {
 		Events []map[string]any `json:"events"`
 	}](t, c.mustGet("/v1/events?type=kb.changed&after="+strconv.FormatInt(start, 10)))
+	b, cc := bt.Entries[0].ID, bt.Entries[1].ID
 	var got []string
 	for _, e := range p.Events {
-		if e["project"] != "default" {
-			t.Errorf("event %v: project %v, want the default project", e, e["project"])
+		// The event's project is the KB scope; the default scope's is "default".
+		want := "default"
+		if e["entry_id"] == cc {
+			want = "s"
+		}
+		if e["project"] != want {
+			t.Errorf("event %v: project %v, want %s", e, e["project"], want)
 		}
 		got = append(got, e["kb"].(string)+":"+e["entry_id"].(string))
 	}
-	b, cc := bt.Entries[0].ID, bt.Entries[1].ID
 	want := []string{"knowledge:" + a.ID, "knowledge:" + a.ID, "knowledge:" + b, "knowledge:" + cc, "knowledge:" + a.ID, "knowledge:" + b, "knowledge:" + a.ID}
 	if len(got) != 8 || !slices.Equal(got[:7], want) || !strings.HasPrefix(got[7], "other:") {
 		t.Errorf("kb.changed events:\n got %v\nwant %v and one of other", got, want)

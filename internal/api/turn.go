@@ -37,6 +37,9 @@ func (s *Server) handleTurnClaim(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if in.Worker == "" {
+		in.Worker = auth.FromContext(r.Context()).Identity // claims as the caller
+	}
 	l, err := s.store.ClaimTurn(r.Context(), chi.URLParam(r, "id"), &in)
 	if err != nil {
 		s.writeError(w, r, err)

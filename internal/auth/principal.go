@@ -76,6 +76,12 @@ func (p Principal) AllScopes() bool { return slices.Contains(p.Scopes, All) }
 // AllProjects reports whether the principal's projects are unrestricted.
 func (p Principal) AllProjects() bool { return slices.Contains(p.Projects, All) }
 
+// Equal reports whether p and q are the same caller with the same rights.
+func (p Principal) Equal(q Principal) bool {
+	return p.Identity == q.Identity && p.Role == q.Role && p.Anonymous == q.Anonymous &&
+		slices.Equal(p.Scopes, q.Scopes) && slices.Equal(p.Projects, q.Projects)
+}
+
 // Can reports whether the principal holds at least role r.
 func (p Principal) Can(r Role) bool { return p.Role >= r }
 

@@ -182,9 +182,15 @@ func LoadTokensFile(path string) ([]Entry, error) {
 // Table is the live set of tokens. Lookups read one immutable snapshot;
 // Replace swaps in a new one at once, so a reload never leaves a request
 // seeing half of each file, and a revoked token stops working for the very
-// next request.
+// next request. Requests that outlive their check (event streams, long
+// polls) wait on Changed and look their token up again.
 type Table struct {
-	cur atomic.Pointer[[]Entry]
+	cur atomic.Pointer[snapshot]
+}
+
+type snapshot struct {
+	entries []Entry
+	changed chan struct{} // closed when a newer snapshot replaces this one
 }
 
 // NewTable returns a table holding es.
@@ -194,10 +200,24 @@ func NewTable(es []Entry) *Table {
 	return t
 }
 
-// Replace swaps the table's entries.
+// Replace swaps the table's entries and wakes every waiter on Changed.
 func (t *Table) Replace(es []Entry) {
-	cp := append([]Entry(nil), es...)
-	t.cur.Store(&cp)
+	next := &snapshot{entries: append([]Entry(nil), es...), changed: make(chan struct{})}
+	if old := t.cur.Swap(next); old != nil {
+		close(old.changed)
+	}
+}
+
+// Changed returns a channel closed at the next Replace; nil (never ready)
+// for a nil table.
+func (t *Table) Changed() <-chan struct{} {
+	if t == nil {
+		return nil
+	}
+	if s := t.cur.Load(); s != nil {
+		return s.changed
+	}
+	return nil
 }
 
 // Len is the number of tokens.
@@ -205,8 +225,8 @@ func (t *Table) Len() int {
 	if t == nil {
 		return 0
 	}
-	if p := t.cur.Load(); p != nil {
-		return len(*p)
+	if s := t.cur.Load(); s != nil {
+		return len(s.entries)
 	}
 	return 0
 }
@@ -219,21 +239,21 @@ func (t *Table) Lookup(token string) (Principal, bool) {
 	if t == nil || token == "" {
 		return Principal{}, false
 	}
-	p := t.cur.Load()
-	if p == nil {
+	s := t.cur.Load()
+	if s == nil {
 		return Principal{}, false
 	}
 	sum := sha256.Sum256([]byte(token))
 	found := -1
-	for i := range *p {
-		if subtle.ConstantTimeCompare(sum[:], (*p)[i].Hash[:]) == 1 {
+	for i := range s.entries {
+		if subtle.ConstantTimeCompare(sum[:], s.entries[i].Hash[:]) == 1 {
 			found = i
 		}
 	}
 	if found < 0 {
 		return Principal{}, false
 	}
-	return (*p)[found].Principal, true
+	return s.entries[found].Principal, true
 }
 
 // HashToken is the hex SHA-256 of a token, as the tokens file holds it.

@@ -80,6 +80,12 @@ func TestTableLookupAndReplace(t *testing.T) {
 			t.Fatalf("token %q accepted", bad)
 		}
 	}
+	changed := tab.Changed()
+	select {
+	case <-changed:
+		t.Fatal("Changed is ready before any Replace")
+	default:
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // lookups race with the swap under -race
@@ -96,8 +102,16 @@ func TestTableLookupAndReplace(t *testing.T) {
 	if p, ok := tab.Lookup(tokAdmin); !ok || p.Role != RoleAdmin || tab.Len() != 1 {
 		t.Fatalf("lookup after replace %v %v", p, ok)
 	}
+	select { // a waiter taken before the Replace is woken by it
+	case <-changed:
+	default:
+		t.Fatal("Changed taken before a Replace is not closed by it")
+	}
+	if tab.Changed() == changed {
+		t.Fatal("Changed after a Replace is the closed channel")
+	}
 	var nilTab *Table
-	if _, ok := nilTab.Lookup(tokBMO); ok || nilTab.Len() != 0 {
+	if _, ok := nilTab.Lookup(tokBMO); ok || nilTab.Len() != 0 || nilTab.Changed() != nil {
 		t.Fatal("nil table accepts")
 	}
 	if _, err := LoadTokensFile(filepath.Join(dir, "absent")); err == nil {

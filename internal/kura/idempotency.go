@@ -5,6 +5,9 @@ import "context"
 // Idempotency carries a write's Idempotency-Key from the API into the
 // store's transaction, where the first answer is kept with the write.
 type Idempotency struct {
+	// Identity is the caller the key belongs to: keys of different
+	// identities never meet.
+	Identity    string
 	Key         string
 	Fingerprint string
 	// Render produces the exact bytes the API answers with for a value.

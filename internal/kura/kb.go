@@ -20,6 +20,16 @@ const (
 // default scope "" or a slug.
 func ValidKBScope(s string) bool { return s == "" || ValidSlug(s) }
 
+// KBScopeName is the name a knowledge-base scope goes by where a scope
+// must have one: in token scope lists and as the project of its kb.changed
+// events. The default scope "" is "default".
+func KBScopeName(s string) string {
+	if s == "" {
+		return "default"
+	}
+	return s
+}
+
 // KBEntryInput is the body of an upsert: the entry of (kb, scope) with
 // this exact identifier is created or replaced whole.
 type KBEntryInput struct {

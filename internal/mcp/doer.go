@@ -22,6 +22,9 @@ func (d localDoer) Do(req *http.Request) (*http.Response, error) {
 	// The server side of a request: no scheme or host, the path as sent.
 	req.RequestURI = req.URL.RequestURI()
 	req.RemoteAddr = remoteAddr(req.Context())
+	// The Host the MCP request was addressed to, which kurad's Host check
+	// already accepted for it: the tool call is that same request.
+	req.Host = outerHost(req.Context())
 	// The inner request starts clean, like one off the wire: it keeps the
 	// call's cancellation but none of the outer request's context values
 	// (the router's own routing state among them, which would make the
@@ -77,13 +80,21 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 type ctxKey int
 
-const keyRemoteAddr ctxKey = iota
+const (
+	keyRemoteAddr ctxKey = iota
+	keyHost
+)
 
 func remoteAddr(ctx context.Context) string {
 	if a, ok := ctx.Value(keyRemoteAddr).(string); ok {
 		return a
 	}
 	return ""
+}
+
+func outerHost(ctx context.Context) string {
+	h, _ := ctx.Value(keyHost).(string)
+	return h
 }
 
 // HTTPOptions configure the Streamable HTTP handler.
@@ -105,11 +116,19 @@ func NewHTTPHandler(d Doer, o HTTPOptions) http.Handler {
 		Stateless:           true,
 		JSONResponse:        true,
 		MaxRequestBodyBytes: o.MaxBodyBytes,
+		// kurad checks the Host of every request, /mcp included, before
+		// it gets here, with one rule for the whole API (internal/api's
+		// checkHost: loopback names only, and only without tokens). The
+		// SDK's own check would add a second rule that refuses a reverse
+		// proxy's Host on /mcp alone.
+		DisableLocalhostProtection: true,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The SDK hands tool handlers a context derived from the request's:
-		// the inner API request then comes from the same address.
+		// the inner API request then comes from the same address, to the
+		// same Host.
 		ctx := context.WithValue(r.Context(), keyRemoteAddr, r.RemoteAddr)
+		ctx = context.WithValue(ctx, keyHost, r.Host)
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

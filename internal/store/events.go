@@ -36,9 +36,9 @@ func (db *DB) ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPa
 	}
 	args := []any{f.After, upper}
 	if f.Restricted {
-		// Memory and context events carry their scope in the project
-		// column; everything else a project.
-		q.WriteString(` AND (CASE WHEN type LIKE 'memory.%' OR type LIKE 'context.%'
+		// Memory, context and knowledge-base events carry their scope in
+		// the project column; everything else a project.
+		q.WriteString(` AND (CASE WHEN type LIKE 'memory.%' OR type LIKE 'context.%' OR type = 'kb.changed'
 			THEN ? OR project IN (SELECT value FROM json_each(?))
 			ELSE ? OR project IN (SELECT value FROM json_each(?)) END)`)
 		args = append(args, slices.Contains(f.Scopes, "*"), projectsJSON(f.Scopes), slices.Contains(f.Projects, "*"), projectsJSON(f.Projects))

@@ -12,7 +12,7 @@ import (
 // concurrent request first: the caller answers with the stored answer.
 var ErrReplay = &kura.Error{Code: kura.EReplay, Message: "this Idempotency-Key was answered already"}
 
-var qInsertIdem = wsql("INSERT INTO idempotency(key, fingerprint, status, body, created_at) VALUES(?,?,?,?,?) ON CONFLICT(key) DO NOTHING")
+var qInsertIdem = wsql("INSERT INTO idempotency(identity, key, fingerprint, status, body, created_at) VALUES(?,?,?,?,?,?) ON CONFLICT(identity, key) DO NOTHING")
 
 // Answer records the answer of the job's write when the request carries an
 // Idempotency-Key. Every write method calls it once, with the status and
@@ -22,7 +22,7 @@ func (tx *Tx) Answer(status int, v any) error {
 	if idem == nil {
 		return nil
 	}
-	res, err := tx.Exec(qInsertIdem, idem.Key, idem.Fingerprint, status, idem.Render(v), tx.NowString())
+	res, err := tx.Exec(qInsertIdem, idem.Identity, idem.Key, idem.Fingerprint, status, idem.Render(v), tx.NowString())
 	if err != nil {
 		return err
 	}
@@ -32,10 +32,11 @@ func (tx *Tx) Answer(status int, v any) error {
 	return nil
 }
 
-// LookupIdempotency returns the stored answer for key, or nil.
-func (db *DB) LookupIdempotency(ctx context.Context, key string) (*kura.StoredAnswer, error) {
+// LookupIdempotency returns the answer stored for identity's key, or nil.
+// Another identity's use of the same key is not looked at.
+func (db *DB) LookupIdempotency(ctx context.Context, identity, key string) (*kura.StoredAnswer, error) {
 	var a kura.StoredAnswer
-	err := db.rdb.QueryRowContext(ctx, "SELECT fingerprint, status, body FROM idempotency WHERE key = ?", key).Scan(&a.Fingerprint, &a.Status, &a.Body)
+	err := db.rdb.QueryRowContext(ctx, "SELECT fingerprint, status, body FROM idempotency WHERE identity = ? AND key = ?", identity, key).Scan(&a.Fingerprint, &a.Status, &a.Body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -207,9 +207,11 @@ func (tx *Tx) kbEntry(s kbSpace, identifier string) (*kbRow, error) {
 	return r, err
 }
 
-// kbChanged appends the event of a change to an entry.
+// kbChanged appends the event of a change to an entry. Like memory and
+// context events it carries its scope as its project, so the feed and the
+// NATS subjects keep one scope's knowledge apart from another's.
 func (tx *Tx) kbChanged(s kbSpace, entryID string) error {
-	return tx.AddEvent("kb.changed", tx.db.cfg.DefaultProject, map[string]string{"kb": s.kb, "entry_id": entryID})
+	return tx.AddEvent("kb.changed", kura.KBScopeName(s.scope), map[string]string{"kb": s.kb, "entry_id": entryID})
 }
 
 // kbHistory writes one version row now (the single-entry changes: patch,

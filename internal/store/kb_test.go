@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -376,13 +378,14 @@ func TestKB_HistoryVersionsAndEvents(t *testing.T) {
 
 	// One kb.changed event per entry changed: 2 puts, 1 replace, 2
 	// patches, 1 delete, 1 re-insert, and the clear removed Beta and Alpha.
+	// Each carries the KB scope as its project.
 	page, err := db.ListEvents(ctx, kura.EventFilter{After: start, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
 	for _, e := range page.Events {
-		if e.Type != "kb.changed" || e.Project != "default" || e.Refs["kb"] != "h" || e.Subject != "oclaw.v1.default.evt.kb.changed" {
+		if e.Type != "kb.changed" || e.Project != "s" || e.Refs["kb"] != "h" || e.Subject != "oclaw.v1.s.evt.kb.changed" {
 			t.Errorf("event %+v", e)
 		}
 		ids = append(ids, e.Refs["entry_id"])
@@ -692,5 +695,69 @@ func TestKB_CachedPostingsFollowWrites(t *testing.T) {
 	}
 	if hits := db.KBCacheHits(); hits != 4 {
 		t.Fatalf("a copy of the old generation answered after a write (%d hits)", hits)
+	}
+}
+
+// TestKB_EventScopeMigration: kb.changed events appended before they
+// carried their scope (they took the default project) get their scope and
+// subject from the migration, deleted and cleared entries included; other
+// events keep theirs.
+func TestKB_EventScopeMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kura.db")
+	db := mustOpenAt(t, path, nil)
+	want := map[string]string{ // entry id -> project after the migration
+		mustKB(t, db, "h", kura.KBEntryInput{Scope: "s", Identifier: "a", Value: "v"}).ID: "s",
+		mustKB(t, db, "h", kura.KBEntryInput{Identifier: "b", Value: "v"}).ID:             "default",
+		mustKB(t, db, "g", kura.KBEntryInput{Scope: "t", Identifier: "c", Value: "v"}).ID: "t",
+	}
+	if _, err := db.DeleteKBEntry(ctx, "h", "s", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ClearKB(ctx, "g", "t"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := db.CreateRecord(ctx, &kura.RecordInput{Type: "agent.thought", Content: []byte(`"x"`), AuthorID: "agent:bmo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close(ctx)
+
+	// What an older kurad wrote: every kb.changed under the default project.
+	raw := rawDB(t, path)
+	if _, err := raw.Exec(`UPDATE events SET project = 'dflt', subject = 'oclaw.v1.dflt.evt.kb.changed' WHERE type = 'kb.changed'`); err != nil {
+		t.Fatal(err)
+	}
+	migration, err := os.ReadFile("migrations/0011_kb_event_scope.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(string(migration)); err != nil {
+		t.Fatalf("migration: %v", err)
+	}
+	raw.Close()
+
+	db = mustOpenAt(t, path, nil)
+	page, err := db.ListEvents(ctx, kura.EventFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kbEvents := 0
+	for _, e := range page.Events {
+		switch e.Type {
+		case "kb.changed":
+			kbEvents++
+			p := want[e.Refs["entry_id"]]
+			if e.Project != p || e.Subject != "oclaw.v1."+p+".evt.kb.changed" {
+				t.Errorf("event %d of entry %s: project %s subject %s, want %s", e.Seq, e.Refs["entry_id"], e.Project, e.Subject, p)
+			}
+		case "record.written":
+			if e.Refs["record_id"] != rec.ID || e.Project != "default" {
+				t.Errorf("record event changed: %+v", e)
+			}
+		}
+	}
+	if kbEvents != 5 {
+		t.Errorf("got %d kb.changed events, want 5 (3 puts, a delete, a clear)", kbEvents)
 	}
 }

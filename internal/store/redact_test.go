@@ -37,7 +37,7 @@ func fileHolds(t *testing.T, path, marker string) []string {
 }
 
 func withIdemKey(ctx context.Context, key string) context.Context {
-	return kura.WithIdempotency(ctx, &kura.Idempotency{Key: key, Fingerprint: "fp-" + key, Render: func(v any) []byte {
+	return kura.WithIdempotency(ctx, &kura.Idempotency{Identity: "user:oles", Key: key, Fingerprint: "fp-" + key, Render: func(v any) []byte {
 		b, _ := json.Marshal(v)
 		return b
 	}})
@@ -133,7 +133,7 @@ func TestStore_RedactRecord(t *testing.T) {
 				if got := fileHolds(t, path, marker); len(got) > 0 {
 					t.Fatalf("the marker is still in %v after the redaction", got)
 				}
-				if a, err := db.LookupIdempotency(ctx, "k-secret"); err != nil || a != nil {
+				if a, err := db.LookupIdempotency(ctx, "user:oles", "k-secret"); err != nil || a != nil {
 					t.Fatalf("got stored answer %v (%v), want it purged", a, err)
 				}
 			})
