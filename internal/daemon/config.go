@@ -297,6 +297,12 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return fmt.Errorf("tokens-file: %w", err)
 		}
+		// An empty file is a mistake (a deployment that lost its
+		// tokens, a template never filled in), not a request for the
+		// tokenless admin mode: that mode is asked for by naming no file.
+		if len(es) == 0 {
+			return fmt.Errorf("tokens-file: %s", errNoTokens(c.TokensFile))
+		}
 		c.tokenCount = len(es)
 	}
 	if err := c.validateNATSAuth(); err != nil {
@@ -327,7 +333,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: %s is not a loopback address; the profiler has no authentication, so it listens on loopback only", name, host)
 		}
 		if loopbackOnly && !isLoopback(host) {
-			return fmt.Errorf("%s: %s is not a loopback address; without tokens (a --tokens-file holding at least one token) kurad serves anonymous callers with full rights, so it listens on loopback only (127.0.0.1, ::1 or localhost)", name, host)
+			return fmt.Errorf("%s: %s is not a loopback address; without tokens (a --tokens-file) kurad serves anonymous callers with full rights, so it listens on loopback only (127.0.0.1, ::1 or localhost)", name, host)
 		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
@@ -395,9 +401,14 @@ func (c *Config) Validate() error {
 }
 
 // TokensConfigured reports whether callers must present a token: a tokens
-// file is set and, when Validate read it, held at least one token. An
-// empty file is the tokenless mode, not a daemon nobody can call.
+// file is set and, when Validate read it, held at least one token
+// (Validate refuses a file holding none).
 func (c *Config) TokensConfigured() bool { return c.TokensFile != "" && c.tokenCount > 0 }
+
+// errNoTokens is the refusal of a tokens file that names no token.
+func errNoTokens(path string) error {
+	return fmt.Errorf("%s holds no token (only blank lines or comments); add one (kura token new prints a token and its line), or give no tokens file for the tokenless loopback mode", path)
+}
 
 // validateNATSAuth refuses NATS beyond loopback without users: anyone who
 // could connect would see every project's doorbell.
