@@ -72,6 +72,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
+	// The files kurad keeps there are private whatever the directory's
+	// mode (the store sees to its own); a directory others may list still
+	// shows what is in it, so say so once.
+	if st, err := os.Stat(cfg.DataDir); err == nil && st.Mode().Perm()&0o077 != 0 {
+		m.Logger.Warn("the data directory is open to other users; kurad keeps its files private (0600), but consider chmod 700",
+			"data_dir", cfg.DataDir, "mode", fmt.Sprintf("%04o", st.Mode().Perm()))
+	}
 	// A stale address file from an earlier run must not mislead anyone
 	// waiting for this one.
 	os.Remove(filepath.Join(cfg.DataDir, AddrFile))

@@ -198,6 +198,9 @@ func (db *DB) Open(ctx context.Context) error {
 	default:
 		return fmt.Errorf("open store: synchronous must be FULL or NORMAL, not %q", db.cfg.Synchronous)
 	}
+	if err := securePermissions(db.cfg.Path, db.log); err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
 	if err := checkSchemaVersion(ctx, db.cfg.Path); err != nil {
 		return err
 	}
