@@ -101,6 +101,9 @@ type Config struct {
 	Tokens    *auth.Table
 	RateLimit float64
 	RateBurst int
+	// BackupDir is where POST /v1/admin/backup writes: absolute, existing,
+	// its symlinks resolved. Empty: backups are refused.
+	BackupDir string
 }
 
 // Server is the HTTP API.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,9 @@ type Config struct {
 	// tokenCount is what Validate found in TokensFile.
 	tokenCount   int
 	StartupCheck string // quick, full or off: the database check before serving
+	// BackupDir is where POST /v1/admin/backup may write; empty:
+	// <data-dir>/backups (BackupPath).
+	BackupDir string
 	// HTTP server timeouts: slow clients (slow-loris headers or bodies)
 	// are cut off, idle keep-alive connections closed.
 	HTTPReadHeaderTimeout time.Duration
@@ -172,6 +176,7 @@ func settings() []setting {
 			return nil
 		}},
 		{"rate-burst", "KURA_RATE_BURST", "requests a token identity may send at once above rate-limit", integer("rate-burst", func(c *Config) *int { return &c.RateBurst })},
+		{"backup-dir", "KURA_BACKUP_DIR", "the directory backups go into (POST /v1/admin/backup, kura backup): a backup's path must lie inside it, and one without a path gets a new subdirectory named from the time (default <data-dir>/backups; created 0700)", str(func(c *Config) *string { return &c.BackupDir })},
 		{"startup-check", "KURA_STARTUP_CHECK", "database check before serving: quick (every page), full (and every index) or off (huge databases)", str(func(c *Config) *string { return &c.StartupCheck })},
 		{"shutdown-timeout", "KURA_SHUTDOWN_TIMEOUT", "how long a graceful shutdown may take", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
@@ -398,6 +403,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("shutdown-timeout: must be positive")
 	}
 	return nil
+}
+
+// BackupPath is the backup directory: BackupDir, else <data-dir>/backups.
+func (c *Config) BackupPath() string {
+	if c.BackupDir != "" {
+		return c.BackupDir
+	}
+	return filepath.Join(c.DataDir, "backups")
 }
 
 // TokensConfigured reports whether callers must present a token: a tokens

@@ -16,6 +16,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kura-memory/kura/internal/api"
@@ -129,6 +130,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.loadTokens(); err != nil {
 		return err
 	}
+	backupDir, err := prepareBackupDir(cfg.BackupPath(), cfg.DataDir, m.Logger)
+	if err != nil {
+		return err
+	}
 	reg := newRegistry(m.store, dbPath, m.doorbell, m.bus)
 	srv := api.New(api.Config{
 		Version:       m.Version,
@@ -142,6 +147,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Tokens:        m.tokens,
 		RateLimit:     cfg.RateLimit,
 		RateBurst:     cfg.RateBurst,
+		BackupDir:     backupDir,
 	}, m.store, m.bus)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -184,6 +190,39 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Logger.Info("kurad ready", "version", m.Version, "http", m.HTTPAddr(), "nats", m.bus.Addr(),
 		"data_dir", cfg.DataDir, "synchronous", cfg.Synchronous, "public_key", keys.PublicKeyString(m.store.PublicKey()))
 	return nil
+}
+
+// prepareBackupDir creates the backup directory (0700, parents too) and
+// returns it absolute with its symlinks resolved, the form the API checks
+// a backup's path against. It may not be the data directory or hold it: a
+// backup path could then name the data directory's own entries, and a
+// restore moves what the data directory holds aside.
+func prepareBackupDir(dir, dataDir string, log *slog.Logger) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("backup-dir: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
+	if err != nil {
+		return "", fmt.Errorf("backup-dir: %w", err)
+	}
+	data, err := filepath.EvalSymlinks(dataDir)
+	if err == nil {
+		data, err = filepath.Abs(data)
+	}
+	if err != nil {
+		return "", fmt.Errorf("data-dir: %w", err)
+	}
+	if rel, err := filepath.Rel(real, data); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+		return "", fmt.Errorf("backup-dir: %s is the data directory or holds it; give a directory of its own (the default is <data-dir>/backups)", dir)
+	}
+	if st, err := os.Stat(real); err == nil && st.Mode().Perm()&0o077 != 0 {
+		log.Warn("the backup directory is open to other users; backups are written 0700/0600, but consider chmod 700",
+			"backup_dir", real, "mode", fmt.Sprintf("%04o", st.Mode().Perm()))
+	}
+	return real, nil
 }
 
 // HTTPAddr is the bound HTTP address.

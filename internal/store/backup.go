@@ -51,7 +51,7 @@ var snapshotCounts = [][2]string{
 // never written into a backup.
 func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, error) {
 	if dir == "" || !filepath.IsAbs(dir) {
-		return nil, kura.Invalid("path", "path must be an absolute directory on the kurad host, not %q", dir)
+		return nil, kura.Invalid("path", "path must be an absolute directory on the kurad host")
 	}
 	dir = filepath.Clean(dir)
 	db.mu.RLock()
@@ -74,9 +74,9 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 			os.Remove(dir)
 		}
 		if errors.Is(err, fs.ErrExist) {
-			return nil, kura.Errorf(kura.EConflict, "%s is being written by another backup", dir).WithDetail("field", "path")
+			return nil, kura.Errorf(kura.EConflict, "the directory is being written by another backup").WithDetail("field", "path")
 		}
-		return nil, kura.Invalid("path", "cannot write into %s: %v", dir, osReason(err))
+		return nil, kura.Invalid("path", "cannot write into the directory: %v", osReason(err))
 	}
 	f.Close()
 	ok := false
@@ -133,30 +133,32 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 
 // prepareBackupDir makes sure dir is an empty directory, creating it (and
 // its parents) when missing; created says whether dir itself was made here.
+// Its errors name neither the directory nor anything in it: the caller
+// knows the path it gave, and what a directory holds is not its business.
 func prepareBackupDir(dir string) (created bool, err error) {
 	st, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return false, kura.Invalid("path", "cannot create %s: %v", dir, osReason(err))
+			return false, kura.Invalid("path", "cannot create the directory: %v", osReason(err))
 		}
 		return true, nil
 	case err != nil:
-		return false, kura.Invalid("path", "cannot use %s: %v", dir, osReason(err))
+		return false, kura.Invalid("path", "cannot use the directory: %v", osReason(err))
 	case !st.IsDir():
-		return false, kura.Errorf(kura.EConflict, "%s exists and is not a directory", dir).WithDetail("field", "path")
+		return false, kura.Errorf(kura.EConflict, "the path exists and is not a directory").WithDetail("field", "path")
 	}
-	entries, err := os.ReadDir(dir)
+	f, err := os.Open(dir)
 	if err != nil {
-		return false, kura.Invalid("path", "cannot read %s: %v", dir, osReason(err))
+		return false, kura.Invalid("path", "cannot read the directory: %v", osReason(err))
 	}
-	if len(entries) > 0 {
-		names := make([]string, 0, 3)
-		for _, e := range entries[:min(3, len(entries))] {
-			names = append(names, e.Name())
-		}
-		return false, kura.Errorf(kura.EConflict, "%s is not empty (%s); a backup goes into a new or empty directory", dir, strings.Join(names, ", ")).
-			WithDetail("field", "path")
+	names, err := f.Readdirnames(1)
+	f.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, kura.Invalid("path", "cannot read the directory: %v", osReason(err))
+	}
+	if len(names) > 0 {
+		return false, kura.Errorf(kura.EConflict, "the directory is not empty; a backup goes into a new or empty directory").WithDetail("field", "path")
 	}
 	return false, nil
 }
