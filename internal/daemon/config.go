@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"crypto/ed25519"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,10 @@ type Config struct {
 	// tokenCount is what Validate found in TokensFile.
 	tokenCount   int
 	StartupCheck string // quick, full or off: the database check before serving
+	// RetiredKeys are the public keys (ed25519:<hex>) this kurad signed
+	// with before a key rotation: ledgers they signed vouch for the sys:
+	// records of an import.
+	RetiredKeys []string
 	// BackupDir is where POST /v1/admin/backup may write; empty:
 	// <data-dir>/backups (BackupPath).
 	BackupDir string
@@ -176,6 +181,15 @@ func settings() []setting {
 			return nil
 		}},
 		{"rate-burst", "KURA_RATE_BURST", "requests a token identity may send at once above rate-limit", integer("rate-burst", func(c *Config) *int { return &c.RateBurst })},
+		{"retired-keys", "KURA_RETIRED_KEYS", "comma-separated public keys (ed25519:<hex>) kurad signed with before a key rotation: ledgers they signed vouch for kurad's own (sys:) records on import; never list a stolen key", func(c *Config, v string) error {
+			c.RetiredKeys = nil
+			for _, k := range strings.Split(v, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					c.RetiredKeys = append(c.RetiredKeys, k)
+				}
+			}
+			return nil
+		}},
 		{"backup-dir", "KURA_BACKUP_DIR", "the directory backups go into (POST /v1/admin/backup, kura backup): a backup's path must lie inside it, and one without a path gets a new subdirectory named from the time (default <data-dir>/backups; created 0700)", str(func(c *Config) *string { return &c.BackupDir })},
 		{"startup-check", "KURA_STARTUP_CHECK", "database check before serving: quick (every page), full (and every index) or off (huge databases)", str(func(c *Config) *string { return &c.StartupCheck })},
 		{"shutdown-timeout", "KURA_SHUTDOWN_TIMEOUT", "how long a graceful shutdown may take", func(c *Config, v string) error {
@@ -380,6 +394,9 @@ func (c *Config) Validate() error {
 	if c.RateLimit > 0 && (c.RateBurst < 1 || c.RateBurst > 1e6) {
 		return fmt.Errorf("rate-burst: %d is outside 1..1000000", c.RateBurst)
 	}
+	if _, err := c.RetiredPublicKeys(); err != nil {
+		return err
+	}
 	if c.StartupCheck != "quick" && c.StartupCheck != "full" && c.StartupCheck != "off" {
 		return fmt.Errorf("startup-check: %q is not quick, full or off", c.StartupCheck)
 	}
@@ -403,6 +420,19 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("shutdown-timeout: must be positive")
 	}
 	return nil
+}
+
+// RetiredPublicKeys parses RetiredKeys.
+func (c *Config) RetiredPublicKeys() ([]ed25519.PublicKey, error) {
+	var out []ed25519.PublicKey
+	for _, k := range c.RetiredKeys {
+		pub, err := keys.ParsePublicKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("retired-keys: %w", err)
+		}
+		out = append(out, pub)
+	}
+	return out, nil
 }
 
 // BackupPath is the backup directory: BackupDir, else <data-dir>/backups.

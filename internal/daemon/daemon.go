@@ -87,6 +87,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	retired, err := cfg.RetiredPublicKeys()
+	if err != nil {
+		return err
+	}
 	vocab := kura.NewVocabulary(cfg.RecordTypes...)
 	dbPath := filepath.Join(cfg.DataDir, "kura.db")
 	m.store = store.New(store.Config{
@@ -98,6 +102,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		DefaultProject: cfg.DefaultProject,
 		Vocabulary:     vocab,
 		Signer:         key,
+		RetiredKeys:    retired,
 		Logger:         m.Logger.With("component", "store"),
 		StartupCheck:   cfg.StartupCheck,
 	})

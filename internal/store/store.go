@@ -39,8 +39,11 @@ type Config struct {
 	Vocabulary     *kura.Vocabulary
 	NodeKinds      []string // memory node kinds; empty: kura.NodeKinds
 	Signer         ed25519.PrivateKey
-	Logger         *slog.Logger
-	Now            func() time.Time // tests control time
+	// RetiredKeys are public keys this kurad signed with before a key
+	// rotation: their ledger signatures vouch for sys: records on import.
+	RetiredKeys []ed25519.PublicKey
+	Logger      *slog.Logger
+	Now         func() time.Time // tests control time
 	// CheckpointInterval is how often the WAL is copied back into the
 	// database (PASSIVE: never blocks the writer or readers).
 	CheckpointInterval time.Duration
