@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +63,13 @@ type Config struct {
 	HTTPReadTimeout       time.Duration
 	HTTPWriteTimeout      time.Duration
 	HTTPIdleTimeout       time.Duration
+
+	// MaxInflightBodyBytes bounds the bytes of request bodies being read
+	// or held by all requests at once (0: an eighth of the Go soft memory
+	// limit, see InflightBodyBytes); MaxInflightBodyWait is how long a
+	// request waits for room before it gets 503.
+	MaxInflightBodyBytes int64
+	MaxInflightBodyWait  time.Duration
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.
@@ -87,6 +96,8 @@ func DefaultConfig() Config {
 		HTTPReadTimeout:       60 * time.Second,
 		HTTPWriteTimeout:      120 * time.Second,
 		HTTPIdleTimeout:       120 * time.Second,
+
+		MaxInflightBodyWait: 5 * time.Second,
 	}
 }
 
@@ -141,6 +152,15 @@ func settings() []setting {
 			c.MaxBodyBytes = n
 			return nil
 		}},
+		{"max-inflight-body-bytes", "KURA_MAX_INFLIGHT_BODY_BYTES", "most bytes of request bodies all requests may hold at once (0: an eighth of the Go soft memory limit, at least 2 x max-body-bytes)", func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("max-inflight-body-bytes: %q is not an integer", v)
+			}
+			c.MaxInflightBodyBytes = n
+			return nil
+		}},
+		{"max-inflight-body-wait", "KURA_MAX_INFLIGHT_BODY_WAIT", "how long a request waits for room under max-inflight-body-bytes before it gets 503", duration("max-inflight-body-wait", func(c *Config) *time.Duration { return &c.MaxInflightBodyWait })},
 		{"writer-max-batch", "KURA_WRITER_MAX_BATCH", "most write requests grouped into one transaction", integer("writer-max-batch", func(c *Config) *int { return &c.WriterMaxBatch })},
 		{"writer-linger", "KURA_WRITER_LINGER", "how long the writer may wait for more concurrent writes before committing (0 turns it off)", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
@@ -368,6 +388,12 @@ func (c *Config) Validate() error {
 	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 1<<30 {
 		return fmt.Errorf("max-body-bytes: %d is outside 1024..1073741824", c.MaxBodyBytes)
 	}
+	if c.MaxInflightBodyBytes != 0 && (c.MaxInflightBodyBytes < c.MaxBodyBytes || c.MaxInflightBodyBytes > 1<<40) {
+		return fmt.Errorf("max-inflight-body-bytes: %d is outside max-body-bytes (%d)..1099511627776, or 0 for the default", c.MaxInflightBodyBytes, c.MaxBodyBytes)
+	}
+	if c.MaxInflightBodyWait < 0 || c.MaxInflightBodyWait > time.Minute {
+		return fmt.Errorf("max-inflight-body-wait: %s is outside 0..1m", c.MaxInflightBodyWait)
+	}
 	if c.WriterMaxBatch < 1 || c.WriterMaxBatch > 10000 {
 		return fmt.Errorf("writer-max-batch: %d is outside 1..10000", c.WriterMaxBatch)
 	}
@@ -420,6 +446,23 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("shutdown-timeout: must be positive")
 	}
 	return nil
+}
+
+// InflightBodyBytes is the budget of request body bytes in flight:
+// MaxInflightBodyBytes, else an eighth of the Go soft memory limit
+// (GOMEMLIMIT; kurad's default is 256 MiB, so 32 MiB: eight bodies at the
+// default 4 MiB limit), and never less than two bodies at the limit. A body
+// costs a few times its size once it is read, copied and decoded, so an
+// eighth keeps what bodies cost at about half the limit.
+func (c *Config) InflightBodyBytes() int64 {
+	if c.MaxInflightBodyBytes > 0 {
+		return c.MaxInflightBodyBytes
+	}
+	limit := debug.SetMemoryLimit(-1)
+	if limit <= 0 || limit == math.MaxInt64 {
+		limit = 256 << 20 // no soft limit set: size for kurad's default one
+	}
+	return max(limit/8, 2*c.MaxBodyBytes)
 }
 
 // RetiredPublicKeys parses RetiredKeys.

@@ -153,6 +153,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		RateLimit:     cfg.RateLimit,
 		RateBurst:     cfg.RateBurst,
 		BackupDir:     backupDir,
+
+		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
+		MaxInflightBodyWait:  cfg.MaxInflightBodyWait,
 	}, m.store, m.bus)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
