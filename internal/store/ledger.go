@@ -272,39 +272,68 @@ func (db *DB) LedgerRecords(ctx context.Context, id string, after, limit int) ([
 // commas, in pieces of about flushAt bytes (everything at the end when
 // flushAt is huge). Rows are scanned through a reused RawBytes, so a row
 // costs no allocation of ours. It returns how many records it wrote.
+//
+// Each piece is read on a snapshot of its own, and the query is closed
+// before the piece is written: w is often a client's connection, and a
+// client that stops reading would otherwise hold a read transaction open
+// for as long as it likes, keeping the WAL from being checkpointed and
+// truncated (redacted content would stay in it, and the WAL would grow).
+// Records never change but for redaction, so a page read in pieces is the
+// page read at once, with a record redacted meanwhile shown redacted.
 func (db *DB) hydrateRange(ctx context.Context, id string, lo, hi int, w io.Writer, flushAt int) (int, error) {
-	rows, err := db.rdb.QueryContext(ctx, "SELECT "+recordJSONSQL+" FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND lr.pos BETWEEN ? AND ? ORDER BY lr.pos", id, lo, hi)
-	if err != nil {
-		return 0, mapErr(err)
-	}
-	defer rows.Close()
 	if flushAt <= 0 {
 		flushAt = 64 << 10
 	}
 	buf := make([]byte, 0, min(flushAt, (hi-lo+1)*512)+1024)
 	n := 0
-	var js sql.RawBytes
-	for rows.Next() {
-		if err := rows.Scan(&js); err != nil {
-			return n, mapErr(err)
+	for pos := lo; pos <= hi; {
+		var err error
+		var read int
+		buf, read, pos, err = db.hydrateChunk(ctx, id, pos, hi, buf, n, flushAt)
+		if err != nil {
+			return n, err
 		}
-		if n > 0 {
+		if read == 0 {
+			break // positions are dense; verify reports a ledger that is not
+		}
+		n += read
+		if _, err := w.Write(buf); err != nil {
+			return n, err
+		}
+		buf = buf[:0]
+	}
+	return n, nil
+}
+
+// hydrateChunk appends the records from position pos on (up to hi) to buf
+// until it holds flushAt bytes, on one read transaction that ends before
+// it returns. before is how many records were written already (a comma
+// goes before each but the first). It returns the buffer, how many records
+// it appended and the position to go on from.
+func (db *DB) hydrateChunk(ctx context.Context, id string, pos, hi int, buf []byte, before, flushAt int) ([]byte, int, int, error) {
+	rows, err := db.rdb.QueryContext(ctx, "SELECT lr.pos, "+recordJSONSQL+" FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND lr.pos BETWEEN ? AND ? ORDER BY lr.pos", id, pos, hi)
+	if err != nil {
+		return buf, 0, pos, mapErr(err)
+	}
+	defer rows.Close()
+	read := 0
+	var at int
+	var js sql.RawBytes
+	for len(buf) < flushAt && rows.Next() {
+		if err := rows.Scan(&at, &js); err != nil {
+			return buf, read, pos, mapErr(err)
+		}
+		if before+read > 0 {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, js...)
-		n++
-		if len(buf) >= flushAt {
-			if _, err := w.Write(buf); err != nil {
-				return n, err
-			}
-			buf = buf[:0]
-		}
+		read++
+		pos = at + 1
 	}
 	if err := rows.Err(); err != nil {
-		return n, mapErr(err)
+		return buf, read, pos, mapErr(err)
 	}
-	_, err = w.Write(buf)
-	return n, err
+	return buf, read, pos, nil
 }
 
 // VerifyLedger recomputes every record's content hash, hash and seal from
