@@ -145,7 +145,6 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	r.Use(middleware.RequestID)
 	r.Use(s.observe)
 	r.Use(s.recoverer)
-	r.Use(s.limitBodies)
 	r.Use(s.authenticate)
 	r.Use(s.checkPathParams)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

@@ -66,6 +66,11 @@ func recordBody(size int, tag string) string {
 // startBody sends body to POST /v1/records, declaring its length (or none:
 // chunked), but holds back the last hold bytes until finish.
 func startBody(t *testing.T, base, body string, hold int, chunked bool) *bodyCall {
+	return startBodyAs(t, base, "", body, hold, chunked)
+}
+
+// startBodyAs is startBody with a bearer token.
+func startBodyAs(t *testing.T, base, tok, body string, hold int, chunked bool) *bodyCall {
 	t.Helper()
 	pr, pw := io.Pipe()
 	req, err := http.NewRequest("POST", base+"/v1/records", pr)
@@ -73,6 +78,9 @@ func startBody(t *testing.T, base, body string, hold int, chunked bool) *bodyCal
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 	req.ContentLength = int64(len(body))
 	if chunked {
 		req.ContentLength = -1
@@ -200,4 +208,62 @@ func TestAPI_InflightBodyBudget(t *testing.T) {
 			t.Fatalf("small request after the load: got %d, want 201", resp.StatusCode)
 		}
 	}
+}
+
+// TestAPI_InflightBodyBudgetNeedsAToken: with tokens, the budget is taken
+// only once the caller is known. A request without a valid token is
+// answered 401 at once, even while the budget is spent, and reserves
+// nothing: a client without a token cannot spend or queue for the budget.
+func TestAPI_InflightBodyBudgetNeedsAToken(t *testing.T) {
+	const maxBody = 64 << 10
+	e := startAuthKurad(t, func(c *daemon.Config) {
+		c.MaxBodyBytes = maxBody
+		c.MaxInflightBodyBytes = 2 * maxBody
+		c.MaxInflightBodyWait = 3 * time.Second
+	})
+	inflight := func() float64 { return gaugeAs(t, e.base, tRoot, "kura_http_inflight_body_bytes") }
+	var holders []*bodyCall
+	for i := 0; i < 2; i++ {
+		holders = append(holders, startBodyAs(t, e.base, tRoot, recordBody(60<<10, "root"+strconv.Itoa(i)), 10, false))
+	}
+	waitFor(t, "the budget spent by the admin", func() bool { return inflight() == 2*60<<10 })
+	for i, tok := range []string{"", tBad} {
+		start := time.Now()
+		resp := startBodyAs(t, e.base, tok, recordBody(60<<10, "anon"+strconv.Itoa(i)), 0, false).answer(t)
+		if took := time.Since(start); resp.StatusCode != 401 || took > 2*time.Second {
+			t.Fatalf("request %d without a valid token while the budget is spent: got %d after %s, want 401 at once", i, resp.StatusCode, took)
+		}
+		if got := inflight(); got != 2*60<<10 {
+			t.Fatalf("got %v body bytes in flight, want only the admin's", got)
+		}
+	}
+	for _, h := range holders {
+		if resp := h.finish(t); resp.StatusCode != 201 {
+			t.Fatalf("admin write: got %d, want 201", resp.StatusCode)
+		}
+	}
+}
+
+// gaugeAs is gauge for a kurad that wants a token for /metrics.
+func gaugeAs(t *testing.T, base, tok, name string) float64 {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	return -1
 }

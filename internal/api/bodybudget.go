@@ -78,30 +78,27 @@ func (s *Server) reservation(r *http.Request) int64 {
 	return min(n, s.bodies.size)
 }
 
-// limitBodies makes each request with a body reserve it in the budget
-// before any later middleware or handler reads it (the access checks peek
-// at bodies), and hold it until the request is answered. Without room in
-// time it answers 503 unavailable with Retry-After, the body unread.
-func (s *Server) limitBodies(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.bodies == nil || r.Context().Value(innerKey{}) != nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		n := s.reservation(r)
-		if n == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if !s.bodies.acquire(r.Context(), n) {
-			if r.Context().Err() != nil {
-				return // the client is gone; nobody reads an answer
-			}
-			s.writeError(w, r, kura.Errorf(kura.EUnavailable, "kurad is reading as many request bodies as its memory allows (%d bytes); retry shortly", s.bodies.size).
+// reserveBody makes a request with a body reserve it in the budget before
+// anything reads it (the access checks peek at bodies), to hold until the
+// request is answered: the caller defers release. authenticate calls it
+// once the caller is known, so that requests refused 401 or 429 never
+// reserve anything and a client without a token cannot spend the budget.
+// Without room in time it answers 503 unavailable with Retry-After, the
+// body unread, and reports false.
+func (s *Server) reserveBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	if s.bodies == nil || r.Context().Value(innerKey{}) != nil {
+		return func() {}, true
+	}
+	n := s.reservation(r)
+	if n == 0 {
+		return func() {}, true
+	}
+	if !s.bodies.acquire(r.Context(), n) {
+		if r.Context().Err() == nil { // else the client is gone: nobody reads an answer
+			s.writeError(w, r, kura.Errorf(kura.EUnavailable, "kurad is holding as many request bodies as its memory allows (%d bytes); retry shortly", s.bodies.size).
 				WithDetail("retry_after_seconds", 1))
-			return
 		}
-		defer s.bodies.release(n)
-		next.ServeHTTP(w, r)
-	})
+		return nil, false
+	}
+	return func() { s.bodies.release(n) }, true
 }
