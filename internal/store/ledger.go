@@ -202,8 +202,10 @@ const recordJSONSQL = `concat('{"id":', json_quote(r.id), ',"hash":', json_quote
 // Positions are dense (0..record_count-1; verify reports gaps), so a page
 // is the window of positions after+1 .. after+limit. A large window is
 // read as two halves on two read connections at once, and the first half
-// is written while it is read: hydrate is Kura's bulk read, one SQLite
-// query only uses one core, and the client can read while kurad works.
+// is written piece by piece as it is read: hydrate is Kura's bulk read, one
+// SQLite query only uses one core, and the client can read while kurad
+// works. No read transaction stays open while a piece is written
+// (hydrateRange), so a slow client holds no snapshot.
 func (db *DB) HydrateLedger(ctx context.Context, id string, after, limit int, w io.Writer, start func(next int) error) error {
 	l, err := db.ledgerRow(ctx, id)
 	if err != nil {
