@@ -44,7 +44,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     export CGO_ENABLED=0 GOOS="$TARGETOS" GOARCH="$TARGETARCH" && \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/kurad ./cmd/kurad && \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/kura ./cmd/kura && \
-    mkdir -p /out/data
+    mkdir -p -m 0700 /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION=dev
@@ -53,8 +53,9 @@ LABEL org.opencontainers.image.title="kura" \
       org.opencontainers.image.version="${VERSION}"
 
 COPY --from=build /out/kurad /out/kura /usr/local/bin/
-# An empty /data owned by the nonroot user: a new named volume takes this
-# ownership, so kurad can write there without root.
+# An empty /data owned by the nonroot user, mode 0700 (COPY keeps the mode):
+# a new named volume takes this ownership and mode, so kurad can write there
+# without root and nobody else can look in. kurad creates its files 0600.
 COPY --from=build --chown=65532:65532 /out/data /data
 
 # KURA_HTTP_ADDR stays on loopback until tokens are configured (see above).

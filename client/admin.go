@@ -19,14 +19,19 @@ type (
 )
 
 // Backup makes kurad write a consistent snapshot of its database and a
-// signed manifest into dir (POST /v1/admin/backup, admin only). dir is a
-// path on the kurad host; it must be absolute and must not exist or be an
-// empty directory. Writes go on meanwhile; every write acknowledged before
-// the call is in the backup. The call takes as long as the copy: give the
-// HTTP client no short timeout.
+// signed manifest into a directory inside its backup directory (POST
+// /v1/admin/backup, admin only; kurad's --backup-dir). dir "" lets kurad
+// name a new subdirectory from the time; a relative dir is taken inside
+// the backup directory; an absolute one must lie inside it. The directory
+// must not exist or be empty. Writes go on meanwhile; every write
+// acknowledged before the call is in the backup. The call takes as long as
+// the copy: give the HTTP client no short timeout.
 func (c *Client) Backup(ctx context.Context, dir string) (*Backup, error) {
 	var out Backup
-	body := map[string]string{"path": dir}
+	body := map[string]string{}
+	if dir != "" {
+		body["path"] = dir
+	}
 	if err := c.do(ctx, "backup", http.MethodPost, "/v1/admin/backup", nil, body, &out); err != nil {
 		return nil, err
 	}

@@ -28,14 +28,17 @@ import (
 
 func setupBackup(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 	return func(ctx context.Context, c *cli, args []string) error {
-		if len(args) != 1 {
-			return usagef("backup takes one directory: an absolute path on the kurad host")
+		if len(args) > 1 {
+			return usagef("backup takes at most one directory, inside kurad's backup directory (none: kurad names one from the time)")
 		}
-		if !filepath.IsAbs(args[0]) {
-			return usagef("%q is not absolute: kurad writes the backup on its own host, so the path must be absolute", args[0])
+		// The path is kurad's to resolve, on its own host: a relative one
+		// is taken inside its backup directory.
+		dir := ""
+		if len(args) == 1 {
+			dir = args[0]
 		}
 		var raw json.RawMessage
-		b, err := c.client.Backup(client.WithRawResponse(ctx, &raw), args[0])
+		b, err := c.client.Backup(client.WithRawResponse(ctx, &raw), dir)
 		if err != nil {
 			return err
 		}
@@ -95,6 +98,7 @@ func setupRestore(fs *flag.FlagSet) func(context.Context, *cli, []string) error 
 		if err != nil {
 			return err
 		}
+		keep = append(keep, backupDirEntry(dir)...)
 		rep, err := store.Restore(ctx, store.RestoreOptions{BackupDir: args[0], DataDir: dir, PublicKey: pub, Force: *force, Keep: keep})
 		if rep != nil {
 			if c.json {
@@ -178,6 +182,21 @@ func restoreKey(dataDir, keyFile, pubKey string) (ed25519.PublicKey, []string, e
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
 	return priv.Public().(ed25519.PublicKey), keep, nil
+}
+
+// backupDirEntry names kurad's backup directory (KURA_BACKUP_DIR, default
+// <data-dir>/backups) when it is an entry of dataDir: a restore leaves it
+// where it is rather than taking it for old state to move aside.
+func backupDirEntry(dataDir string) []string {
+	dir := os.Getenv("KURA_BACKUP_DIR")
+	if dir == "" {
+		dir = filepath.Join(dataDir, "backups")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil || filepath.Dir(dir) != dataDir {
+		return nil
+	}
+	return []string{filepath.Base(dir)}
 }
 
 // runningKurad returns the URL of a kurad serving dataDir, "" when none

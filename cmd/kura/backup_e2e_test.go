@@ -151,12 +151,37 @@ func TestE2E_BackupRestore(t *testing.T) {
 		return len(s.records) >= 40 && len(s.turns) >= 4
 	})
 	before := a.copy()
-	backup := filepath.Join(t.TempDir(), "backup")
-	out, errOut, code := runKura(t, src.BaseURL(), nil, "backup", backup)
-	if code != exitOK || !strings.HasPrefix(out, "backup written to "+backup) {
+	// Without a directory kurad names one from the time, inside its
+	// backup directory (<data-dir>/backups by default).
+	backups, err := filepath.EvalSymlinks(filepath.Join(src.Config.DataDir, "backups"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runKura(t, src.BaseURL(), nil, "backup")
+	backup, _ := strings.CutPrefix(strings.SplitN(out, "\n", 2)[0], "backup written to ")
+	if code != exitOK || filepath.Dir(backup) != backups {
 		close(stop)
 		wg.Wait()
-		t.Fatalf("kura backup: exit %d, stdout %q, stderr %q", code, out, errOut)
+		t.Fatalf("kura backup: exit %d, stdout %q, stderr %q, want a backup inside %s", code, out, errOut, backups)
+	}
+	// A relative directory is taken inside the backup directory, an
+	// absolute one must lie inside it.
+	for _, dir := range []string{"nightly/1", filepath.Join(backups, "nightly", "2")} {
+		want := dir
+		if !filepath.IsAbs(dir) {
+			want = filepath.Join(backups, dir)
+		}
+		out, errOut, code := runKura(t, src.BaseURL(), nil, "backup", dir)
+		if code != exitOK || !strings.HasPrefix(out, "backup written to "+want+"\n") {
+			t.Errorf("kura backup %s: exit %d, stdout %q, stderr %q, want it written to %s", dir, code, out, errOut, want)
+		}
+	}
+	outside := filepath.Join(t.TempDir(), "b")
+	if _, errOut, code := runKura(t, src.BaseURL(), nil, "backup", outside); code != exitFail || !strings.Contains(errOut, "inside kurad's backup directory") {
+		t.Errorf("kura backup %s: exit %d, stderr %q, want a refusal of a path outside the backup directory", outside, code, errOut)
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("a refused backup made %s", outside)
 	}
 	waitUntil(t, "writes after the backup", func() bool { return len(a.copy().records) >= len(before.records)+15 })
 	close(stop)
@@ -343,8 +368,7 @@ func TestRun_BackupCommandLine(t *testing.T) {
 		wantCode   int
 		wantErrOut string
 	}{
-		{"BackupNoDir", []string{"backup"}, exitUsage, "backup takes one directory"},
-		{"BackupRelative", []string{"backup", "backups/x"}, exitUsage, "is not absolute"},
+		{"BackupTwoDirs", []string{"backup", "a", "b"}, exitUsage, "backup takes at most one directory"},
 		{"RestoreNoDir", []string{"restore", "--data-dir", "/tmp/x"}, exitUsage, "restore takes one backup directory"},
 		{"RestoreNoDataDir", []string{"restore", "/tmp/b"}, exitUsage, "--data-dir (or KURA_DATA_DIR) is required"},
 		{"RestoreTwoKeys", []string{"restore", "/tmp/b", "--data-dir", "/tmp/x", "--key-file", "k", "--public-key", "ed25519:00"}, exitUsage, "not both"},

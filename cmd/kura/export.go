@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/kura-memory/kura/client"
 	"github.com/kura-memory/kura/internal/kura"
@@ -454,6 +455,11 @@ const (
 // finds its records and parents. Sessions go last, once their heads exist.
 // An object repeated with the same hash (two exports concatenated) is sent
 // once.
+//
+// A record authored sys: (kurad's own) is held back until the next ledger
+// and sent in the same request as it: kurad imports one only inside a
+// ledger of the same import that it signed, and an export writes each
+// record just before the first ledger holding it.
 func importDump(ctx context.Context, r io.Reader, send func(context.Context, client.ImportInput) (*client.ImportResult, error)) (client.ImportResult, error) {
 	var (
 		total    client.ImportResult
@@ -462,6 +468,7 @@ func importDump(ctx context.Context, r io.Reader, send func(context.Context, cli
 		size     int
 		requests int
 		sessions []dumpItem
+		heldSys  []dumpItem            // sys: records waiting for their ledger
 		seen     = map[string]string{} // kind:id -> hash
 	)
 	flush := func() error {
@@ -480,25 +487,33 @@ func importDump(ctx context.Context, r io.Reader, send func(context.Context, cli
 		batch, items, size = client.ImportInput{}, 0, 0
 		return nil
 	}
-	add := func(it dumpItem) error {
-		if items > 0 && (items >= importMaxItems || size+it.Size > importMaxBytes) {
+	// add puts a group of items into one request, flushing first when the
+	// group does not fit beside what is waiting.
+	add := func(group ...dumpItem) error {
+		n := 0
+		for _, it := range group {
+			n += it.Size
+		}
+		if items > 0 && (items+len(group) > importMaxItems || size+n > importMaxBytes) {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
-		switch it.Kind {
-		case "record":
-			batch.Records = append(batch.Records, *it.Record)
-		case "ledger":
-			batch.Ledgers = append(batch.Ledgers, *it.Ledger)
-		case "session":
-			s := *it.Session
-			// Turns are not exported: no turn is open in the copy.
-			s.OpenTurnID = nil
-			batch.Sessions = append(batch.Sessions, s)
+		for _, it := range group {
+			switch it.Kind {
+			case "record":
+				batch.Records = append(batch.Records, *it.Record)
+			case "ledger":
+				batch.Ledgers = append(batch.Ledgers, *it.Ledger)
+			case "session":
+				s := *it.Session
+				// Turns are not exported: no turn is open in the copy.
+				s.OpenTurnID = nil
+				batch.Sessions = append(batch.Sessions, s)
+			}
+			items++
+			size += it.Size
 		}
-		items++
-		size += it.Size
 		return nil
 	}
 
@@ -516,10 +531,24 @@ func importDump(ctx context.Context, r io.Reader, send func(context.Context, cli
 			continue
 		}
 		seen[key] = it.Hash
-		if it.Kind == "session" {
+		switch {
+		case it.Kind == "session":
 			sessions = append(sessions, it)
-			continue
+		case it.Kind == "record" && strings.HasPrefix(it.Record.AuthorID, "sys:"):
+			heldSys = append(heldSys, it)
+		case it.Kind == "ledger":
+			if err := add(append(heldSys, it)...); err != nil {
+				return total, err
+			}
+			heldSys = nil
+		default:
+			if err := add(it); err != nil {
+				return total, err
+			}
 		}
+	}
+	// sys: records no ledger followed: kurad says why it refuses them.
+	for _, it := range heldSys {
 		if err := add(it); err != nil {
 			return total, err
 		}

@@ -35,6 +35,9 @@ func setupInfo(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			fmt.Fprintf(tw, "published seq\t%d (lag %d)\n", o.PublishedSeq, o.Lag)
 		}
 		fmt.Fprintf(tw, "public key\t%s\n", orNone(info.PublicKey))
+		if info.RedactionPurge == "pending" {
+			fmt.Fprintf(tw, "redaction purge\tpending (a redacted record's content may still be in the database files)\n")
+		}
 		if len(info.RecordTypes) > 0 {
 			fmt.Fprintf(tw, "record types\t%s\n", strings.Join(info.RecordTypes, " "))
 		}

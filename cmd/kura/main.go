@@ -123,7 +123,7 @@ func commandTable() []command {
 		{"export", "<session> --format=git|jsonl [--out FILE]", "export a session's ledgers and records as a git fast-import stream or JSON lines", setupExport},
 		{"import", "[FILE | -]", "import a JSON lines export (kura export --format=jsonl) into kurad", setupImport},
 		{"events", "[--after N] [--limit N] [--type T]... [--project P] [--follow]", "list events after a seq, or follow them as they commit (--follow)", setupEvents},
-		{"backup", "<dir>", "make kurad write a consistent snapshot and a signed manifest into dir, an absolute path on its host", setupBackup},
+		{"backup", "[<dir>]", "make kurad write a consistent snapshot and a signed manifest into a new directory inside its backup directory (--backup-dir): dir, relative to it or absolute inside it, or one named from the time", setupBackup},
 		{"restore", "<backup-dir> --data-dir DIR [--key-file F | --public-key K] [--force]", "check a backup, restore it into a stopped kurad's data directory and verify every session and ledger", setupRestore},
 		{"compact-events", "<before-seq>", "remove published events older than a seq from the event log; verification does not depend on them", setupCompactEvents},
 		{"mcp", "", "serve Kura's memory as MCP tools over stdio, for agents that spawn their tools", setupMCP},

@@ -40,6 +40,15 @@ func setupRedact(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		fmt.Fprintf(tw, "  reason\t%s\n", orNone(rd.Reason))
 		fmt.Fprintf(tw, "  at\t%s\n", orNone(rd.At))
 		fmt.Fprintf(tw, "  content_hash\t%s\n", res.Record.ContentHash)
-		return tw.Flush()
+		if res.Purge != "" {
+			fmt.Fprintf(tw, "  purge\t%s\n", res.Purge)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if res.Purge == "pending" {
+			fmt.Fprintln(c.stdout, "a reader still holds an older snapshot, so the content may remain in the database files a while; kurad keeps purging it (kura info shows redaction_purge)")
+		}
+		return nil
 	}
 }

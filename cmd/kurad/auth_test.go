@@ -30,8 +30,8 @@ func status(t *testing.T, base, path, tok string) int {
 	return resp.StatusCode
 }
 
-// TestKurad_TokensRequired: a tokens file that is empty or does not parse
-// leaves a public address refused, naming the reason.
+// TestKurad_TokensRequired: a tokens file that is empty, does not parse or
+// is missing stops kurad (exit 2), naming the reason.
 func TestKurad_TokensRequired(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
@@ -43,7 +43,9 @@ func TestKurad_TokensRequired(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"empty tokens file", []string{"--http-addr", "0.0.0.0:7700", "--tokens-file", empty}, "loopback"},
+		{"empty tokens file", []string{"--http-addr", "0.0.0.0:7700", "--tokens-file", empty}, "holds no token"},
+		// Not the tokenless admin mode, even on loopback: the file is named.
+		{"empty tokens file on loopback", []string{"--tokens-file", empty}, empty + " holds no token"},
 		{"bad tokens file", []string{"--tokens-file", bad}, "line 2"},
 		{"missing tokens file", []string{"--tokens-file", filepath.Join(dir, "absent")}, "tokens-file"},
 	}

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -23,7 +22,7 @@ type AdminStore interface {
 //
 // Neither takes Idempotency-Key: a backup writes no data (a retry into the
 // same path answers 409, and the directory's manifest.json says what the
-// first call took), and compaction is idempotent by nature (a repeat
+// first call took; one without a path makes a new backup), and compaction is idempotent by nature (a repeat
 // removes nothing more).
 func (s *Server) registerAdminRoutes(r chi.Router) {
 	r.Post("/admin/backup", s.handleBackup)
@@ -35,15 +34,23 @@ type backupRequest struct {
 }
 
 // handleBackup writes a consistent snapshot and its manifest into a
-// directory on the kurad host while writes go on.
+// directory inside the backup directory while writes go on.
 func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 	var in backupRequest
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
+	// No body at all asks, as {} does, for a backup named from the time.
+	if r.ContentLength != 0 {
+		if err := s.decodeJSON(w, r, &in); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if s.cfg.BackupDir == "" {
+		s.writeError(w, r, kura.Errorf(kura.EUnavailable, "no backup directory is configured"))
 		return
 	}
-	if in.Path == "" {
-		s.writeError(w, r, kura.Invalid("path", "path is required: an absolute directory on the kurad host"))
+	dir, err := backupTarget(s.cfg.BackupDir, in.Path, time.Now())
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	// A large database takes longer than the server's write timeout.
@@ -61,7 +68,7 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	start := time.Now()
-	m, err := s.store.Backup(ctx, in.Path)
+	m, err := s.store.Backup(ctx, dir)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -70,8 +77,8 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 	for _, f := range m.Files {
 		size += f.Bytes
 	}
-	s.log.Info("backup written", "path", in.Path, "bytes", size, "last_event_seq", m.LastEventSeq, "duration", time.Since(start).Round(time.Millisecond))
-	s.writeJSON(w, http.StatusOK, kura.Backup{Path: filepath.Clean(in.Path), BackupManifest: *m})
+	s.log.Info("backup written", "path", dir, "bytes", size, "last_event_seq", m.LastEventSeq, "duration", time.Since(start).Round(time.Millisecond))
+	s.writeJSON(w, http.StatusOK, kura.Backup{Path: dir, BackupManifest: *m})
 }
 
 type compactRequest struct {

@@ -11,25 +11,32 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kura-memory/kura/internal/kuradtest"
 )
 
 func TestAPI_AdminBackup(t *testing.T) {
-	c := newClient(t)
+	d := kuradtest.StartMain(t, kuradtest.Options{})
+	c := &apiClient{tb: t, base: d.BaseURL()}
+	backups, err := filepath.EvalSymlinks(filepath.Join(d.Config.DataDir, "backups"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 5; i++ {
 		if st, m, _ := c.post("/v1/records", fmt.Sprintf(`{"type":"agent.thought","content":%d,"author_id":"agent:bmo"}`, i)); st != 201 {
 			t.Fatalf("setup: %d %v", st, m)
 		}
 	}
-	full := t.TempDir()
+	full := filepath.Join(backups, "full")
+	os.Mkdir(full, 0o700)
 	os.WriteFile(filepath.Join(full, "old"), nil, 0o600)
 	for _, tt := range []struct {
 		name, ct, body string
 		status         int
 		code, field    string
 	}{
-		{"NoPath", "application/json", `{}`, 400, "invalid_argument", "path"},
-		{"Relative", "application/json", `{"path":"backups/x"}`, 400, "invalid_argument", "path"},
-		{"UnknownField", "application/json", `{"path":"/tmp/x","dir":"y"}`, 400, "invalid_argument", "dir"},
+		{"Outside", "application/json", `{"path":"/tmp/x"}`, 400, "invalid_argument", "path"},
+		{"UnknownField", "application/json", `{"path":"x","dir":"y"}`, 400, "invalid_argument", "dir"},
 		{"NotJSON", "text/plain", `path=/tmp/x`, 415, "unsupported_media_type", ""},
 		{"NotEmpty", "application/json", fmt.Sprintf(`{"path":%q}`, full), 409, "conflict", "path"},
 	} {
@@ -52,7 +59,7 @@ func TestAPI_AdminBackup(t *testing.T) {
 	}
 
 	t.Run("OK", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "nightly")
+		dir := filepath.Join(backups, "nightly")
 		st, m, raw := c.post("/v1/admin/backup", fmt.Sprintf(`{"path":%q}`, dir))
 		if st != 200 {
 			t.Fatalf("got %d %s, want 200", st, raw)

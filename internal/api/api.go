@@ -101,6 +101,14 @@ type Config struct {
 	Tokens    *auth.Table
 	RateLimit float64
 	RateBurst int
+	// BackupDir is where POST /v1/admin/backup writes: absolute, existing,
+	// its symlinks resolved. Empty: backups are refused.
+	BackupDir string
+	// MaxInflightBodyBytes bounds the request body bytes all requests may
+	// hold at once (0: no bound); a request waits up to
+	// MaxInflightBodyWait for room, then gets 503 (bodybudget.go).
+	MaxInflightBodyBytes int64
+	MaxInflightBodyWait  time.Duration
 }
 
 // Server is the HTTP API.
@@ -113,6 +121,7 @@ type Server struct {
 	metrics *httpMetrics
 	router  chi.Router
 	limiter *limiter
+	bodies  *bodyBudget // nil: no bound on the body bytes in flight
 
 	closing   chan struct{} // closed by CloseStreams at shutdown
 	closeOnce sync.Once
@@ -127,8 +136,10 @@ func New(cfg Config, store Store, bus Bus) *Server {
 		cfg.MaxBodyBytes = 4 << 20
 	}
 	s := &Server{cfg: cfg, store: store, bus: bus, log: cfg.Logger, started: time.Now(), closing: make(chan struct{}), limiter: newLimiter(cfg.RateLimit, cfg.RateBurst)}
+	s.bodies = newBodyBudget(cfg.MaxInflightBodyBytes, cfg.MaxInflightBodyWait)
 	if cfg.Registry != nil {
 		s.metrics = newHTTPMetrics(cfg.Registry)
+		registerBodyMetrics(cfg.Registry, s.bodies)
 	}
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)

@@ -193,6 +193,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		r = r.WithContext(context.WithValue(auth.WithPrincipal(r.Context(), p), routeKey{}, &routeMatch{rc, pattern}))
+		release, ok := s.reserveBody(w, r)
+		if !ok {
+			return
+		}
+		defer release()
 		if pattern == "" || p.Anonymous {
 			// No route: chi answers 404/405. Tokenless: the local user
 			// may do everything, any author_id included (API.md).

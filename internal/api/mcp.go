@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"sync"
 
@@ -20,13 +21,23 @@ import (
 // the first call: a kurad nobody speaks MCP to does not carry it, which on
 // a Pi is a megabyte or two of idle memory.
 func (s *Server) registerMCPRoutes(r chi.Router) {
+	// A tool call's request is marked as one: the MCP request it comes
+	// from holds the body budget for its whole body already.
+	inner := func() http.Handler {
+		h := s.Handler()
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), innerKey{}, true)))
+		})
+	}
 	h := sync.OnceValue(func() http.Handler {
-		return mcp.NewHTTPHandler(mcp.Local(s.Handler), mcp.HTTPOptions{
-			Version: s.cfg.Version,
-			// The MCP envelope around an API body: the body limit itself is
-			// the API's to enforce, with its too_large answer.
-			MaxBodyBytes: 2*s.cfg.MaxBodyBytes + 64<<10,
+		return mcp.NewHTTPHandler(mcp.Local(inner), mcp.HTTPOptions{
+			Version:      s.cfg.Version,
+			MaxBodyBytes: mcpBodyLimit(s.cfg.MaxBodyBytes),
 		})
 	})
 	r.Method(http.MethodPost, "/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h().ServeHTTP(w, r) }))
 }
+
+// mcpBodyLimit bounds an MCP request: the MCP envelope around an API body.
+// The body limit itself is the API's to enforce, with its too_large answer.
+func mcpBodyLimit(apiLimit int64) int64 { return 2*apiLimit + 64<<10 }

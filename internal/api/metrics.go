@@ -43,3 +43,20 @@ func metricMethod(m string) string {
 	}
 	return "other"
 }
+
+// registerBodyMetrics exports the request body budget (bodybudget.go).
+func registerBodyMetrics(reg *prometheus.Registry, b *bodyBudget) {
+	if b == nil {
+		return
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_http_inflight_body_bytes", Help: "Bytes of request bodies reserved by the requests being served (declared length, or the body limit when chunked)."},
+			func() float64 { return float64(b.held.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_http_inflight_body_limit_bytes", Help: "The budget of request body bytes in flight (max-inflight-body-bytes)."},
+			func() float64 { return float64(b.size) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_http_inflight_body_waiting", Help: "Requests waiting for room in the request body budget."},
+			func() float64 { return float64(b.waiting.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_http_body_budget_refused_total", Help: "Requests answered 503 because the request body budget had no room in time."},
+			func() float64 { return float64(b.refused.Load()) }),
+	)
+}

@@ -72,6 +72,8 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		PublicKey:     keys.PublicKeyString(s.store.PublicKey()),
 		RecordTypes:   s.cfg.RecordTypes,
 		StartedAt:     kura.FormatTime(s.started),
+
+		RedactionPurge: s.store.PurgeState(),
 	}
 	ct, err := s.store.EventsCompactedThrough(r.Context())
 	if err != nil {

@@ -12,6 +12,9 @@ import (
 // RedactStore is what the redaction route needs from the store.
 type RedactStore interface {
 	RedactRecord(ctx context.Context, id, by string, in *kura.RedactInput) (*kura.RedactResult, error)
+	// PurgeState is "pending" while redacted content may remain in the
+	// database files, else "complete".
+	PurgeState() string
 }
 
 // registerRedactRoutes adds POST /v1/records/{id}/redact (admin only).

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/kuradtest"
 	_ "modernc.org/sqlite"
@@ -395,7 +396,7 @@ func TestIdempotency_RetriesWriteNothing(t *testing.T) {
 }
 
 func TestImport_ReproducesHashes(t *testing.T) {
-	a, _ := newDaemon(t)
+	a, da := newDaemon(t)
 	s := decode[kura.Session](t, a.mustPost("/v1/sessions", `{"project":"hashi","name":"export"}`, 201))
 	for n := 1; n <= 2; n++ {
 		a.runTurn(s.ID, n)
@@ -417,7 +418,9 @@ func TestImport_ReproducesHashes(t *testing.T) {
 	in.Sessions = []kura.Session{s}
 	body, _ := json.Marshal(in)
 
-	b, _ := newDaemon(t)
+	// The same signing key: the context ledgers hold sys: records, which
+	// an import takes only inside ledgers this kurad signed.
+	b := &apiClient{tb: t, base: kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) { c.KeyFile = da.Config.KeyFile }}).BaseURL()}
 	// A forged hash is refused and writes nothing.
 	bad := in
 	bad.Records = append([]kura.Record{}, in.Records...)

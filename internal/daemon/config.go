@@ -2,11 +2,15 @@ package daemon
 
 import (
 	"bufio"
+	"crypto/ed25519"
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
+	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -46,12 +50,26 @@ type Config struct {
 	// tokenCount is what Validate found in TokensFile.
 	tokenCount   int
 	StartupCheck string // quick, full or off: the database check before serving
+	// RetiredKeys are the public keys (ed25519:<hex>) this kurad signed
+	// with before a key rotation: ledgers they signed vouch for the sys:
+	// records of an import.
+	RetiredKeys []string
+	// BackupDir is where POST /v1/admin/backup may write; empty:
+	// <data-dir>/backups (BackupPath).
+	BackupDir string
 	// HTTP server timeouts: slow clients (slow-loris headers or bodies)
 	// are cut off, idle keep-alive connections closed.
 	HTTPReadHeaderTimeout time.Duration
 	HTTPReadTimeout       time.Duration
 	HTTPWriteTimeout      time.Duration
 	HTTPIdleTimeout       time.Duration
+
+	// MaxInflightBodyBytes bounds the bytes of request bodies being read
+	// or held by all requests at once (0: an eighth of the Go soft memory
+	// limit, see InflightBodyBytes); MaxInflightBodyWait is how long a
+	// request waits for room before it gets 503.
+	MaxInflightBodyBytes int64
+	MaxInflightBodyWait  time.Duration
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.
@@ -78,6 +96,8 @@ func DefaultConfig() Config {
 		HTTPReadTimeout:       60 * time.Second,
 		HTTPWriteTimeout:      120 * time.Second,
 		HTTPIdleTimeout:       120 * time.Second,
+
+		MaxInflightBodyWait: 5 * time.Second,
 	}
 }
 
@@ -132,6 +152,15 @@ func settings() []setting {
 			c.MaxBodyBytes = n
 			return nil
 		}},
+		{"max-inflight-body-bytes", "KURA_MAX_INFLIGHT_BODY_BYTES", "most bytes of request bodies all requests may hold at once (0: an eighth of the Go soft memory limit, at least 2 x max-body-bytes)", func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("max-inflight-body-bytes: %q is not an integer", v)
+			}
+			c.MaxInflightBodyBytes = n
+			return nil
+		}},
+		{"max-inflight-body-wait", "KURA_MAX_INFLIGHT_BODY_WAIT", "how long a request waits for room under max-inflight-body-bytes before it gets 503", duration("max-inflight-body-wait", func(c *Config) *time.Duration { return &c.MaxInflightBodyWait })},
 		{"writer-max-batch", "KURA_WRITER_MAX_BATCH", "most write requests grouped into one transaction", integer("writer-max-batch", func(c *Config) *int { return &c.WriterMaxBatch })},
 		{"writer-linger", "KURA_WRITER_LINGER", "how long the writer may wait for more concurrent writes before committing (0 turns it off)", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
@@ -172,6 +201,16 @@ func settings() []setting {
 			return nil
 		}},
 		{"rate-burst", "KURA_RATE_BURST", "requests a token identity may send at once above rate-limit", integer("rate-burst", func(c *Config) *int { return &c.RateBurst })},
+		{"retired-keys", "KURA_RETIRED_KEYS", "comma-separated public keys (ed25519:<hex>) kurad signed with before a key rotation: ledgers they signed vouch for kurad's own (sys:) records on import; never list a stolen key", func(c *Config, v string) error {
+			c.RetiredKeys = nil
+			for _, k := range strings.Split(v, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					c.RetiredKeys = append(c.RetiredKeys, k)
+				}
+			}
+			return nil
+		}},
+		{"backup-dir", "KURA_BACKUP_DIR", "the directory backups go into (POST /v1/admin/backup, kura backup): a backup's path must lie inside it, and one without a path gets a new subdirectory named from the time (default <data-dir>/backups; created 0700)", str(func(c *Config) *string { return &c.BackupDir })},
 		{"startup-check", "KURA_STARTUP_CHECK", "database check before serving: quick (every page), full (and every index) or off (huge databases)", str(func(c *Config) *string { return &c.StartupCheck })},
 		{"shutdown-timeout", "KURA_SHUTDOWN_TIMEOUT", "how long a graceful shutdown may take", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
@@ -297,6 +336,12 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return fmt.Errorf("tokens-file: %w", err)
 		}
+		// An empty file is a mistake (a deployment that lost its
+		// tokens, a template never filled in), not a request for the
+		// tokenless admin mode: that mode is asked for by naming no file.
+		if len(es) == 0 {
+			return fmt.Errorf("tokens-file: %s", errNoTokens(c.TokensFile))
+		}
 		c.tokenCount = len(es)
 	}
 	if err := c.validateNATSAuth(); err != nil {
@@ -327,7 +372,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: %s is not a loopback address; the profiler has no authentication, so it listens on loopback only", name, host)
 		}
 		if loopbackOnly && !isLoopback(host) {
-			return fmt.Errorf("%s: %s is not a loopback address; without tokens (a --tokens-file holding at least one token) kurad serves anonymous callers with full rights, so it listens on loopback only (127.0.0.1, ::1 or localhost)", name, host)
+			return fmt.Errorf("%s: %s is not a loopback address; without tokens (a --tokens-file) kurad serves anonymous callers with full rights, so it listens on loopback only (127.0.0.1, ::1 or localhost)", name, host)
 		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
@@ -342,6 +387,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 1<<30 {
 		return fmt.Errorf("max-body-bytes: %d is outside 1024..1073741824", c.MaxBodyBytes)
+	}
+	if c.MaxInflightBodyBytes != 0 && (c.MaxInflightBodyBytes < c.MaxBodyBytes || c.MaxInflightBodyBytes > 1<<40) {
+		return fmt.Errorf("max-inflight-body-bytes: %d is outside max-body-bytes (%d)..1099511627776, or 0 for the default", c.MaxInflightBodyBytes, c.MaxBodyBytes)
+	}
+	if c.MaxInflightBodyWait < 0 || c.MaxInflightBodyWait > time.Minute {
+		return fmt.Errorf("max-inflight-body-wait: %s is outside 0..1m", c.MaxInflightBodyWait)
 	}
 	if c.WriterMaxBatch < 1 || c.WriterMaxBatch > 10000 {
 		return fmt.Errorf("writer-max-batch: %d is outside 1..10000", c.WriterMaxBatch)
@@ -369,6 +420,9 @@ func (c *Config) Validate() error {
 	if c.RateLimit > 0 && (c.RateBurst < 1 || c.RateBurst > 1e6) {
 		return fmt.Errorf("rate-burst: %d is outside 1..1000000", c.RateBurst)
 	}
+	if _, err := c.RetiredPublicKeys(); err != nil {
+		return err
+	}
 	if c.StartupCheck != "quick" && c.StartupCheck != "full" && c.StartupCheck != "off" {
 		return fmt.Errorf("startup-check: %q is not quick, full or off", c.StartupCheck)
 	}
@@ -394,10 +448,53 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// InflightBodyBytes is the budget of request body bytes in flight:
+// MaxInflightBodyBytes, else an eighth of the Go soft memory limit
+// (GOMEMLIMIT; kurad's default is 256 MiB, so 32 MiB: eight bodies at the
+// default 4 MiB limit), and never less than two bodies at the limit. A body
+// costs a few times its size once it is read, copied and decoded, so an
+// eighth keeps what bodies cost at about half the limit.
+func (c *Config) InflightBodyBytes() int64 {
+	if c.MaxInflightBodyBytes > 0 {
+		return c.MaxInflightBodyBytes
+	}
+	limit := debug.SetMemoryLimit(-1)
+	if limit <= 0 || limit == math.MaxInt64 {
+		limit = 256 << 20 // no soft limit set: size for kurad's default one
+	}
+	return max(limit/8, 2*c.MaxBodyBytes)
+}
+
+// RetiredPublicKeys parses RetiredKeys.
+func (c *Config) RetiredPublicKeys() ([]ed25519.PublicKey, error) {
+	var out []ed25519.PublicKey
+	for _, k := range c.RetiredKeys {
+		pub, err := keys.ParsePublicKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("retired-keys: %w", err)
+		}
+		out = append(out, pub)
+	}
+	return out, nil
+}
+
+// BackupPath is the backup directory: BackupDir, else <data-dir>/backups.
+func (c *Config) BackupPath() string {
+	if c.BackupDir != "" {
+		return c.BackupDir
+	}
+	return filepath.Join(c.DataDir, "backups")
+}
+
 // TokensConfigured reports whether callers must present a token: a tokens
-// file is set and, when Validate read it, held at least one token. An
-// empty file is the tokenless mode, not a daemon nobody can call.
+// file is set and, when Validate read it, held at least one token
+// (Validate refuses a file holding none).
 func (c *Config) TokensConfigured() bool { return c.TokensFile != "" && c.tokenCount > 0 }
+
+// errNoTokens is the refusal of a tokens file that names no token.
+func errNoTokens(path string) error {
+	return fmt.Errorf("%s holds no token (only blank lines or comments); add one (kura token new prints a token and its line), or give no tokens file for the tokenless loopback mode", path)
+}
 
 // validateNATSAuth refuses NATS beyond loopback without users: anyone who
 // could connect would see every project's doorbell.

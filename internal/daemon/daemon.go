@@ -16,6 +16,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kura-memory/kura/internal/api"
@@ -72,10 +73,21 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
+	// The files kurad keeps there are private whatever the directory's
+	// mode (the store sees to its own); a directory others may list still
+	// shows what is in it, so say so once.
+	if st, err := os.Stat(cfg.DataDir); err == nil && st.Mode().Perm()&0o077 != 0 {
+		m.Logger.Warn("the data directory is open to other users; kurad keeps its files private (0600), but consider chmod 700",
+			"data_dir", cfg.DataDir, "mode", fmt.Sprintf("%04o", st.Mode().Perm()))
+	}
 	// A stale address file from an earlier run must not mislead anyone
 	// waiting for this one.
 	os.Remove(filepath.Join(cfg.DataDir, AddrFile))
 	key, err := keys.Open(cfg.KeyFile, os.Getenv("CREDENTIALS_DIRECTORY"))
+	if err != nil {
+		return err
+	}
+	retired, err := cfg.RetiredPublicKeys()
 	if err != nil {
 		return err
 	}
@@ -90,6 +102,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		DefaultProject: cfg.DefaultProject,
 		Vocabulary:     vocab,
 		Signer:         key,
+		RetiredKeys:    retired,
 		Logger:         m.Logger.With("component", "store"),
 		StartupCheck:   cfg.StartupCheck,
 	})
@@ -122,6 +135,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.loadTokens(); err != nil {
 		return err
 	}
+	backupDir, err := prepareBackupDir(cfg.BackupPath(), cfg.DataDir, m.Logger)
+	if err != nil {
+		return err
+	}
 	reg := newRegistry(m.store, dbPath, m.doorbell, m.bus)
 	srv := api.New(api.Config{
 		Version:       m.Version,
@@ -135,6 +152,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Tokens:        m.tokens,
 		RateLimit:     cfg.RateLimit,
 		RateBurst:     cfg.RateBurst,
+		BackupDir:     backupDir,
+
+		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
+		MaxInflightBodyWait:  cfg.MaxInflightBodyWait,
 	}, m.store, m.bus)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -177,6 +198,39 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Logger.Info("kurad ready", "version", m.Version, "http", m.HTTPAddr(), "nats", m.bus.Addr(),
 		"data_dir", cfg.DataDir, "synchronous", cfg.Synchronous, "public_key", keys.PublicKeyString(m.store.PublicKey()))
 	return nil
+}
+
+// prepareBackupDir creates the backup directory (0700, parents too) and
+// returns it absolute with its symlinks resolved, the form the API checks
+// a backup's path against. It may not be the data directory or hold it: a
+// backup path could then name the data directory's own entries, and a
+// restore moves what the data directory holds aside.
+func prepareBackupDir(dir, dataDir string, log *slog.Logger) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("backup-dir: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
+	if err != nil {
+		return "", fmt.Errorf("backup-dir: %w", err)
+	}
+	data, err := filepath.EvalSymlinks(dataDir)
+	if err == nil {
+		data, err = filepath.Abs(data)
+	}
+	if err != nil {
+		return "", fmt.Errorf("data-dir: %w", err)
+	}
+	if rel, err := filepath.Rel(real, data); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+		return "", fmt.Errorf("backup-dir: %s is the data directory or holds it; give a directory of its own (the default is <data-dir>/backups)", dir)
+	}
+	if st, err := os.Stat(real); err == nil && st.Mode().Perm()&0o077 != 0 {
+		log.Warn("the backup directory is open to other users; backups are written 0700/0600, but consider chmod 700",
+			"backup_dir", real, "mode", fmt.Sprintf("%04o", st.Mode().Perm()))
+	}
+	return real, nil
 }
 
 // HTTPAddr is the bound HTTP address.

@@ -100,6 +100,13 @@ func registerStoreMetrics(reg *prometheus.Registry, db *store.DB, dbPath string)
 			func() float64 { return fileSize(dbPath) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_store_wal_size_bytes", Help: "Size of the write-ahead log (kura.db-wal); it grows between checkpoints."},
 			func() float64 { return fileSize(dbPath + "-wal") }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_store_redaction_purge_pending", Help: "1 while the content of a redacted record may still be in kura.db or kura.db-wal (a reader kept the WAL from being truncated; kurad retries), else 0."},
+			func() float64 {
+				if db.PurgePending() {
+					return 1
+				}
+				return 0
+			}),
 	)
 }
 

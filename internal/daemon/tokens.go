@@ -2,15 +2,14 @@ package daemon
 
 import (
 	"fmt"
-	"net"
 
 	"github.com/kura-memory/kura/internal/auth"
 )
 
 // loadTokens reads the tokens file at start. A file with at least one
-// token makes kurad require tokens for its whole run; none (no file, or
-// an empty one) is the tokenless mode, which only a loopback-only kurad
-// may run in.
+// token makes kurad require tokens for its whole run; no file is the
+// tokenless mode (Validate kept it to loopback). A file holding no token
+// is refused here too: it may have been emptied since Validate read it.
 func (m *Main) loadTokens() error {
 	path := m.Config.TokensFile
 	if path == "" {
@@ -21,14 +20,7 @@ func (m *Main) loadTokens() error {
 		return err
 	}
 	if len(es) == 0 {
-		// Validate checked this too, but the file may have changed since.
-		for _, a := range []string{m.Config.HTTPAddr, m.Config.NATSAddr} {
-			if host, _, err := net.SplitHostPort(a); err != nil || !isLoopback(host) {
-				return fmt.Errorf("tokens file %s holds no token, and %s is not a loopback address: without tokens kurad listens on loopback only", path, a)
-			}
-		}
-		m.Logger.Warn("tokens file holds no token: tokenless loopback mode, every caller is user:local (add tokens and restart to require them)", "tokens_file", path)
-		return nil
+		return fmt.Errorf("tokens file %w", errNoTokens(path))
 	}
 	m.tokens = auth.NewTable(es)
 	m.Logger.Info("tokens loaded", "tokens_file", path, "tokens", len(es))

@@ -29,7 +29,7 @@ func TestConfig_Tokens(t *testing.T) {
 		{"public http with a token", []string{"--http-addr", "0.0.0.0:7700", "--tokens-file", one}, nil, ""},
 		{"public nats with a token but no NATS users", []string{"--nats-addr", "0.0.0.0:4222"}, map[string]string{"KURA_TOKENS_FILE": one}, "nats-users-file"},
 		{"public nats with a token and NATS users", []string{"--nats-addr", "0.0.0.0:4222", "--nats-users-file", users}, map[string]string{"KURA_TOKENS_FILE": one}, ""},
-		{"public http, empty tokens file", []string{"--http-addr", "0.0.0.0:7700", "--tokens-file", empty}, nil, "without tokens"},
+		{"public http, empty tokens file", []string{"--http-addr", "0.0.0.0:7700", "--tokens-file", empty}, nil, "holds no token"},
 		{"public nats, no tokens", []string{"--nats-addr", "0.0.0.0:4222"}, nil, "nats-addr"},
 		{"public debug with a token", []string{"--debug-addr", "0.0.0.0:6060", "--tokens-file", one}, nil, "debug-addr"},
 		{"missing tokens file", []string{"--tokens-file", filepath.Join(dir, "absent")}, nil, "tokens-file"},

@@ -103,3 +103,13 @@ func create(path string) (ed25519.PrivateKey, error) {
 func PublicKeyString(pub ed25519.PublicKey) string {
 	return "ed25519:" + hex.EncodeToString(pub)
 }
+
+// ParsePublicKey reads a public key in the form PublicKeyString writes.
+func ParsePublicKey(s string) (ed25519.PublicKey, error) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(s), "ed25519:")
+	b, err := hex.DecodeString(rest)
+	if !ok || err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("%q is not a public key of the form ed25519:<64 hex digits>", s)
+	}
+	return ed25519.PublicKey(b), nil
+}

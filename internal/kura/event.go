@@ -50,6 +50,10 @@ type Info struct {
 	StartedAt   string      `json:"started_at"`
 	// CompactedThrough: every event with seq <= it was compacted away.
 	CompactedThrough int64 `json:"compacted_through"`
+	// RedactionPurge is "pending" while the content of a redacted record
+	// may still be in the database files (a reader kept the WAL from being
+	// truncated; kurad retries), else "complete".
+	RedactionPurge string `json:"redaction_purge"`
 }
 
 // EventTypes are the event types kurad writes (API.md, "Events"); a filter

@@ -51,9 +51,12 @@ type Redaction struct {
 // RedactResult answers a redaction: the record as it reads now (content
 // null, redacted true) and the redaction. AlreadyRedacted is set when the
 // record had been redacted before; nothing was written then, and Redaction
-// is the first one.
+// is the first one. Purge says whether the dropped content has left the
+// database files ("complete") or is still being purged ("pending"); an
+// answer replayed for an Idempotency-Key does not carry it.
 type RedactResult struct {
 	Record          *Record    `json:"record"`
 	Redaction       *Redaction `json:"redaction"`
 	AlreadyRedacted bool       `json:"already_redacted"`
+	Purge           string     `json:"purge,omitempty"`
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
@@ -39,6 +40,61 @@ var snapshotCounts = [][2]string{
 	{"kb_entries", "kb_entries"},
 }
 
+// backupRuns are the backups running. A redaction abandons them: their
+// snapshot was taken before it, so they would hold the content it drops,
+// and their read transaction would keep that content in the WAL for as
+// long as they run.
+type backupRuns struct {
+	mu     sync.Mutex
+	gen    int64 // redactions committed since Open
+	next   int
+	cancel map[int]context.CancelCauseFunc
+}
+
+// errRedactedDuringBackup is the cause a redaction cancels backups with.
+var errRedactedDuringBackup = errors.New("a record was redacted while the backup ran")
+
+// backupHook, when set by a test, runs at the named stages of a backup
+// ("snapshot": before the copy starts; "manifest": after it, before the
+// manifest is written).
+var backupHook func(stage string)
+
+// start registers a backup and returns its id and the redaction count it
+// began under.
+func (b *backupRuns) start(cancel context.CancelCauseFunc) (int, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cancel == nil {
+		b.cancel = map[int]context.CancelCauseFunc{}
+	}
+	b.next++
+	b.cancel[b.next] = cancel
+	return b.next, b.gen
+}
+
+func (b *backupRuns) end(id int) {
+	b.mu.Lock()
+	delete(b.cancel, id)
+	b.mu.Unlock()
+}
+
+// abandonBackups counts a committed redaction and cancels every backup
+// running, before the redaction answers.
+func (db *DB) abandonBackups() {
+	b := &db.backups
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.gen++
+	for _, cancel := range b.cancel {
+		cancel(errRedactedDuringBackup)
+	}
+}
+
+// errBackupAbandoned answers a backup a redaction cut short.
+func errBackupAbandoned() error {
+	return kura.Errorf(kura.EUnavailable, "a record was redacted while the backup ran; the backup was abandoned, since it would have held the redacted content: take it again")
+}
+
 // Backup writes a consistent snapshot of the database and its manifest into
 // dir, an absolute path that must not exist or be an empty directory.
 //
@@ -48,10 +104,12 @@ var snapshotCounts = [][2]string{
 // write acknowledged before Backup was called is in it. The manifest's
 // counts and last_event_seq are read back from the snapshot file, not from
 // memory, and the manifest is signed with kurad's key. The private key is
-// never written into a backup.
+// never written into a backup. A redaction committed while it runs
+// abandons it (EUnavailable): no backup finished after a redaction
+// answered holds the redacted content.
 func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, error) {
 	if dir == "" || !filepath.IsAbs(dir) {
-		return nil, kura.Invalid("path", "path must be an absolute directory on the kurad host, not %q", dir)
+		return nil, kura.Invalid("path", "path must be an absolute directory on the kurad host")
 	}
 	dir = filepath.Clean(dir)
 	db.mu.RLock()
@@ -74,9 +132,9 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 			os.Remove(dir)
 		}
 		if errors.Is(err, fs.ErrExist) {
-			return nil, kura.Errorf(kura.EConflict, "%s is being written by another backup", dir).WithDetail("field", "path")
+			return nil, kura.Errorf(kura.EConflict, "the directory is being written by another backup").WithDetail("field", "path")
 		}
-		return nil, kura.Invalid("path", "cannot write into %s: %v", dir, osReason(err))
+		return nil, kura.Invalid("path", "cannot write into the directory: %v", osReason(err))
 	}
 	f.Close()
 	ok := false
@@ -92,15 +150,32 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 			os.Remove(dir)
 		}
 	}()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	run, gen := db.backups.start(cancel)
+	defer db.backups.end(run)
+	if backupHook != nil {
+		backupHook("snapshot")
+	}
+	// A redaction's cancel surfaces as whatever the step it hit says.
+	cut := func(err error) error {
+		if errors.Is(context.Cause(ctx), errRedactedDuringBackup) {
+			return errBackupAbandoned()
+		}
+		return err
+	}
 	if err := db.vacuumInto(ctx, dst); err != nil {
-		return nil, err
+		return nil, cut(err)
+	}
+	if backupHook != nil {
+		backupHook("manifest")
 	}
 	if err := syncFile(dst); err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
 	m, err := describeSnapshot(ctx, dst)
 	if err != nil {
-		return nil, err
+		return nil, cut(err)
 	}
 	m.CreatedAt = kura.FormatTime(db.now())
 	m.PublicKey = publicKeyString(db.pub)
@@ -123,7 +198,14 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 		return nil, fmt.Errorf("backup: %w", err)
 	}
 	// manifest.json appears last and whole: a directory holding it holds a
-	// complete backup.
+	// complete backup. Under the lock redactions take to abandon backups:
+	// one that committed after this snapshot began shows in gen, and no
+	// redaction can answer between the check and the manifest.
+	db.backups.mu.Lock()
+	defer db.backups.mu.Unlock()
+	if db.backups.gen != gen {
+		return nil, errBackupAbandoned()
+	}
 	if err := writeFileAtomic(filepath.Join(dir, BackupManifest), append(body, '\n')); err != nil {
 		return nil, mapErr(fmt.Errorf("backup: %w", err))
 	}
@@ -133,30 +215,32 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 
 // prepareBackupDir makes sure dir is an empty directory, creating it (and
 // its parents) when missing; created says whether dir itself was made here.
+// Its errors name neither the directory nor anything in it: the caller
+// knows the path it gave, and what a directory holds is not its business.
 func prepareBackupDir(dir string) (created bool, err error) {
 	st, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return false, kura.Invalid("path", "cannot create %s: %v", dir, osReason(err))
+			return false, kura.Invalid("path", "cannot create the directory: %v", osReason(err))
 		}
 		return true, nil
 	case err != nil:
-		return false, kura.Invalid("path", "cannot use %s: %v", dir, osReason(err))
+		return false, kura.Invalid("path", "cannot use the directory: %v", osReason(err))
 	case !st.IsDir():
-		return false, kura.Errorf(kura.EConflict, "%s exists and is not a directory", dir).WithDetail("field", "path")
+		return false, kura.Errorf(kura.EConflict, "the path exists and is not a directory").WithDetail("field", "path")
 	}
-	entries, err := os.ReadDir(dir)
+	f, err := os.Open(dir)
 	if err != nil {
-		return false, kura.Invalid("path", "cannot read %s: %v", dir, osReason(err))
+		return false, kura.Invalid("path", "cannot read the directory: %v", osReason(err))
 	}
-	if len(entries) > 0 {
-		names := make([]string, 0, 3)
-		for _, e := range entries[:min(3, len(entries))] {
-			names = append(names, e.Name())
-		}
-		return false, kura.Errorf(kura.EConflict, "%s is not empty (%s); a backup goes into a new or empty directory", dir, strings.Join(names, ", ")).
-			WithDetail("field", "path")
+	names, err := f.Readdirnames(1)
+	f.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, kura.Invalid("path", "cannot read the directory: %v", osReason(err))
+	}
+	if len(names) > 0 {
+		return false, kura.Errorf(kura.EConflict, "the directory is not empty; a backup goes into a new or empty directory").WithDetail("field", "path")
 	}
 	return false, nil
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/kurahash"
@@ -20,6 +22,15 @@ const MaxImportItems = 20000
 // given fields and must match: an import reproduces the exporter's hashes
 // or writes nothing. Ledgers are signed with this kurad's key; things
 // already present with the same hash are skipped.
+//
+// Records authored sys: are kurad's own (a deliverable written at turn
+// close, memory packed into a context ledger), for every caller: one is
+// imported only when a ledger of the same import holds it and that ledger's
+// exported signature verifies under this kurad's key or a retired key it
+// trusts (Config.RetiredKeys). The signature covers the ledger hash, which
+// commits to every record's seal, so it shows this kurad wrote the record,
+// its content and its time. Otherwise the import is refused (403, the
+// record named) and writes nothing.
 func (db *DB) Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportResult, error) {
 	if n := len(in.Records) + len(in.Ledgers) + len(in.Sessions); n == 0 || n > MaxImportItems {
 		return nil, kura.Invalid("", "an import holds 1..%d items, got %d", MaxImportItems, n)
@@ -57,9 +68,14 @@ func (db *DB) Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportRes
 			return nil, kura.Invalid(f+"head_ledger_id", "%q is not a lowercase UUID", *s.HeadLedgerID)
 		}
 	}
+	vouchers, err := db.sysVouchers(in)
+	if err != nil {
+		return nil, err
+	}
 	out := &kura.ImportResult{}
-	err := db.Update(ctx, func(tx *Tx) error {
+	err = db.Update(ctx, func(tx *Tx) error {
 		*out = kura.ImportResult{}
+		var newSys []int // sys: records this import writes
 		for i, p := range recs {
 			r := &in.Records[i]
 			var hash string
@@ -90,6 +106,9 @@ func (db *DB) Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportRes
 			if err := tx.AddEvent("record.written", p.Project, map[string]string{"record_id": r.ID}); err != nil {
 				return err
 			}
+			if isSysAuthor(r.AuthorID) {
+				newSys = append(newSys, i)
+			}
 			out.Records++
 		}
 		for i := range in.Ledgers {
@@ -101,6 +120,14 @@ func (db *DB) Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportRes
 				out.Ledgers++
 			} else {
 				out.Skipped++
+			}
+		}
+		// Checked against what the ledgers hold now, not against the
+		// record ids sent: a ledger already here is skipped by its hash,
+		// and the ids sent with it prove nothing.
+		for _, i := range newSys {
+			if err := tx.checkVouched(&in.Records[i], i, vouchers[in.Records[i].ID]); err != nil {
+				return err
 			}
 		}
 		for i := range in.Sessions {
@@ -117,6 +144,94 @@ func (db *DB) Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportRes
 		return tx.Answer(200, out)
 	})
 	return out, err
+}
+
+// isSysAuthor tells kurad's own identities.
+func isSysAuthor(author string) bool { return strings.HasPrefix(author, "sys:") }
+
+// sysVouchers maps each sys: record of the import to the ledgers of the
+// import that list it and carry a signature verifying under this kurad's
+// key or a retired one. A sys: record no such ledger lists is refused here,
+// before anything is written; the transaction then checks that the
+// ledgers really hold it (checkVouched).
+func (db *DB) sysVouchers(in *kura.ImportInput) (map[string][]string, error) {
+	var sys map[string][]string
+	for i := range in.Records {
+		if isSysAuthor(in.Records[i].AuthorID) {
+			if sys == nil {
+				sys = map[string][]string{}
+			}
+			sys[in.Records[i].ID] = nil
+		}
+	}
+	if sys == nil {
+		return nil, nil
+	}
+	for i := range in.Ledgers {
+		l := &in.Ledgers[i]
+		listed := false
+		for _, rid := range l.RecordIDs {
+			if _, ok := sys[rid]; ok {
+				listed = true
+				break
+			}
+		}
+		if !listed || !db.signedByUs(l.Hash, l.Signature) {
+			continue
+		}
+		for _, rid := range l.RecordIDs {
+			if v, ok := sys[rid]; ok && !slices.Contains(v, l.ID) {
+				sys[rid] = append(v, l.ID)
+			}
+		}
+	}
+	for i := range in.Records {
+		r := &in.Records[i]
+		if isSysAuthor(r.AuthorID) && len(sys[r.ID]) == 0 {
+			return nil, errUnvouched(r, i)
+		}
+	}
+	return sys, nil
+}
+
+// signedByUs reports whether sig (hex) is a ledger signature over hash by
+// this kurad's key or one of its retired keys.
+func (db *DB) signedByUs(hash, sig string) bool {
+	b, err := hex.DecodeString(sig)
+	if err != nil || len(b) != ed25519.SignatureSize {
+		return false
+	}
+	msg := kurahash.LedgerSigningMessage(hash)
+	if ed25519.Verify(db.pub, msg, b) {
+		return true
+	}
+	for _, k := range db.cfg.RetiredKeys {
+		if ed25519.Verify(k, msg, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkVouched makes sure one of ledgers (signed by this kurad, verified
+// by its hash in this transaction) holds record r.
+func (tx *Tx) checkVouched(r *kura.Record, i int, ledgers []string) error {
+	for _, lid := range ledgers {
+		var one int
+		err := tx.QueryRow("SELECT 1 FROM ledger_records WHERE ledger_id = ? AND record_id = ? LIMIT 1", lid, r.ID).Scan(&one)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+	}
+	return errUnvouched(r, i)
+}
+
+func errUnvouched(r *kura.Record, i int) error {
+	return kura.Errorf(kura.EDenied, "records[%d]: record %s is authored %s; sys: records are kurad's own and are imported only inside a ledger of the same import that this kurad signed (its key, or a retired key it trusts)", i, r.ID, r.AuthorID).
+		WithDetail("field", fmt.Sprintf("records[%d].author_id", i)).WithDetail("record_id", r.ID)
 }
 
 func checkTime(s, field string) error {

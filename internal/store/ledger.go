@@ -199,14 +199,15 @@ func recordJSONSQL(isWithheld string) string {
 }
 
 // The hydrate queries: ?1 ledger, ?2 and ?3 the positions, ?4 the scopes
-// the reader holds (the scoped query only).
+// the reader holds (the scoped query only). Each row is a position and a
+// record's JSON.
 var (
 	qHydrate       = hydrateSQL("0")
 	qHydrateScoped = hydrateSQL(withheld("?4"))
 )
 
 func hydrateSQL(isWithheld string) string {
-	return "SELECT " + recordJSONSQL(isWithheld) + " FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ?1 AND lr.pos BETWEEN ?2 AND ?3 ORDER BY lr.pos"
+	return "SELECT lr.pos, " + recordJSONSQL(isWithheld) + " FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ?1 AND lr.pos BETWEEN ?2 AND ?3 ORDER BY lr.pos"
 }
 
 // HydrateLedger writes a page of a ledger's records in order, after
@@ -220,8 +221,10 @@ func hydrateSQL(isWithheld string) string {
 // Positions are dense (0..record_count-1; verify reports gaps), so a page
 // is the window of positions after+1 .. after+limit. A large window is
 // read as two halves on two read connections at once, and the first half
-// is written while it is read: hydrate is Kura's bulk read, one SQLite
-// query only uses one core, and the client can read while kurad works.
+// is written piece by piece as it is read: hydrate is Kura's bulk read, one
+// SQLite query only uses one core, and the client can read while kurad
+// works. No read transaction stays open while a piece is written
+// (hydrateRange), so a slow client holds no snapshot.
 func (db *DB) HydrateLedger(ctx context.Context, id string, after, limit int, scopes []string, w io.Writer, start func(next int) error) error {
 	l, err := db.ledgerRow(ctx, id)
 	if err != nil {
@@ -290,43 +293,72 @@ func (db *DB) LedgerRecords(ctx context.Context, id string, after, limit int) ([
 // commas, in pieces of about flushAt bytes (everything at the end when
 // flushAt is huge). Rows are scanned through a reused RawBytes, so a row
 // costs no allocation of ours. It returns how many records it wrote.
+//
+// Each piece is read on a snapshot of its own, and the query is closed
+// before the piece is written: w is often a client's connection, and a
+// client that stops reading would otherwise hold a read transaction open
+// for as long as it likes, keeping the WAL from being checkpointed and
+// truncated (redacted content would stay in it, and the WAL would grow).
+// Records never change but for redaction, so a page read in pieces is the
+// page read at once, with a record redacted meanwhile shown redacted.
 func (db *DB) hydrateRange(ctx context.Context, id string, lo, hi int, scopes []string, w io.Writer, flushAt int) (int, error) {
-	q, args := qHydrate, []any{id, lo, hi}
-	if scopes != nil {
-		q, args = qHydrateScoped, append(args, projectsJSON(scopes))
-	}
-	rows, err := db.rdb.QueryContext(ctx, q, args...)
-	if err != nil {
-		return 0, mapErr(err)
-	}
-	defer rows.Close()
 	if flushAt <= 0 {
 		flushAt = 64 << 10
 	}
 	buf := make([]byte, 0, min(flushAt, (hi-lo+1)*512)+1024)
 	n := 0
-	var js sql.RawBytes
-	for rows.Next() {
-		if err := rows.Scan(&js); err != nil {
-			return n, mapErr(err)
+	for pos := lo; pos <= hi; {
+		var err error
+		var read int
+		buf, read, pos, err = db.hydrateChunk(ctx, id, pos, hi, scopes, buf, n, flushAt)
+		if err != nil {
+			return n, err
 		}
-		if n > 0 {
+		if read == 0 {
+			break // positions are dense; verify reports a ledger that is not
+		}
+		n += read
+		if _, err := w.Write(buf); err != nil {
+			return n, err
+		}
+		buf = buf[:0]
+	}
+	return n, nil
+}
+
+// hydrateChunk appends the records from position pos on (up to hi) to buf
+// until it holds flushAt bytes, on one read transaction that ends before
+// it returns. before is how many records were written already (a comma
+// goes before each but the first). It returns the buffer, how many records
+// it appended and the position to go on from.
+func (db *DB) hydrateChunk(ctx context.Context, id string, pos, hi int, scopes []string, buf []byte, before, flushAt int) ([]byte, int, int, error) {
+	q, args := qHydrate, []any{id, pos, hi}
+	if scopes != nil {
+		q, args = qHydrateScoped, append(args, projectsJSON(scopes))
+	}
+	rows, err := db.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return buf, 0, pos, mapErr(err)
+	}
+	defer rows.Close()
+	read := 0
+	var at int
+	var js sql.RawBytes
+	for len(buf) < flushAt && rows.Next() {
+		if err := rows.Scan(&at, &js); err != nil {
+			return buf, read, pos, mapErr(err)
+		}
+		if before+read > 0 {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, js...)
-		n++
-		if len(buf) >= flushAt {
-			if _, err := w.Write(buf); err != nil {
-				return n, err
-			}
-			buf = buf[:0]
-		}
+		read++
+		pos = at + 1
 	}
 	if err := rows.Err(); err != nil {
-		return n, mapErr(err)
+		return buf, read, pos, mapErr(err)
 	}
-	_, err = w.Write(buf)
-	return n, err
+	return buf, read, pos, nil
 }
 
 // VerifyLedger recomputes every record's content hash, hash and seal from

@@ -26,10 +26,11 @@ var (
 // is appended, all in one transaction. Redacting a redacted record writes
 // nothing and answers the first redaction (AlreadyRedacted set).
 //
-// After the commit the WAL is checkpointed and truncated: with
-// secure_delete on the write connection, the freed bytes were zeroed in the
-// pages written, and the checkpoint puts those pages over the old ones in
-// the database file, so the content cannot be read back from the files.
+// After the commit, backups still running are abandoned (their snapshot
+// predates the redaction) and the content is purged from the files
+// (purgeRedacted): the WAL is checkpointed into the database and truncated,
+// retried for up to Config.RedactPurgeWait. Purge in the answer says
+// whether that finished; if not, it goes on in the background.
 func (db *DB) RedactRecord(ctx context.Context, id, by string, in *kura.RedactInput) (*kura.RedactResult, error) {
 	if !kura.ValidID(id) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
@@ -88,12 +89,14 @@ func (db *DB) RedactRecord(ctx context.Context, id, by string, in *kura.RedactIn
 		out.Record.Content = []byte("null")
 	}
 	if !out.AlreadyRedacted {
-		if err := db.checkpointTruncate(ctx); err != nil {
-			// The redaction is committed; the next checkpoints overwrite
-			// the old pages in the database file, but the WAL may hold
-			// them until it is reused.
-			db.log.Warn("checkpoint after redaction", "record_id", id, "err", err)
-		}
+		db.purge.wanted.Add(1)
+		db.abandonBackups()
+	}
+	// A repeated redaction still reports (and pushes on) a purge that is
+	// pending: the caller asks because it wants the content gone.
+	out.Purge = db.purgeRedacted(ctx)
+	if out.Purge == PurgePending {
+		db.log.Warn("redaction committed; its content is still being purged from the database files", "record_id", id)
 	}
 	return out, nil
 }
@@ -119,19 +122,4 @@ func (db *DB) GetRedaction(ctx context.Context, id string) (*kura.Redaction, err
 		return nil, kura.Errorf(kura.ENotFound, "record %s has no redaction", id)
 	}
 	return &rd, mapErr(err)
-}
-
-// checkpointTruncate copies the whole WAL into the database file and
-// truncates the WAL to zero bytes. It waits (busy timeout) for the writer
-// and for readers on older snapshots.
-func (db *DB) checkpointTruncate(ctx context.Context) error {
-	var busy, logFrames, done int
-	if err := db.cdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
-		return err
-	}
-	if busy != 0 {
-		return errors.New("the checkpoint could not finish: a reader or the writer held the database")
-	}
-	db.walFrames.Store(0)
-	return nil
 }

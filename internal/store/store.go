@@ -39,8 +39,11 @@ type Config struct {
 	Vocabulary     *kura.Vocabulary
 	NodeKinds      []string // memory node kinds; empty: kura.NodeKinds
 	Signer         ed25519.PrivateKey
-	Logger         *slog.Logger
-	Now            func() time.Time // tests control time
+	// RetiredKeys are public keys this kurad signed with before a key
+	// rotation: their ledger signatures vouch for sys: records on import.
+	RetiredKeys []ed25519.PublicKey
+	Logger      *slog.Logger
+	Now         func() time.Time // tests control time
 	// CheckpointInterval is how often the WAL is copied back into the
 	// database (PASSIVE: never blocks the writer or readers).
 	CheckpointInterval time.Duration
@@ -56,6 +59,10 @@ type Config struct {
 	// WALTruncateFrames is the WAL length in frames past which the writer
 	// truncates it between batches (0: walTruncateFrames).
 	WALTruncateFrames int
+	// RedactPurgeWait is how long a redaction retries purging the content
+	// from the files before it answers that the purge is pending (0:
+	// defaultRedactPurgeWait).
+	RedactPurgeWait time.Duration
 }
 
 // CommitHook receives the events of every committed transaction, in seq
@@ -108,6 +115,10 @@ type DB struct {
 	sinceCkpt     int          // commits since the last kick (writer only)
 	lastBatch     int          // size of the previous batch (writer only)
 	savepointMode int          // batches left to run with savepoints (writer only)
+
+	purge   purgeState     // redacted content still in the files (purge.go)
+	purgeWG sync.WaitGroup // the background purge
+	backups backupRuns     // backups running, abandoned by a redaction (backup.go)
 }
 
 // WriterStats are counters the metrics layer reads.
@@ -155,6 +166,9 @@ func New(cfg Config) *DB {
 	if cfg.WALTruncateFrames <= 0 {
 		cfg.WALTruncateFrames = walTruncateFrames
 	}
+	if cfg.RedactPurgeWait <= 0 {
+		cfg.RedactPurgeWait = defaultRedactPurgeWait
+	}
 	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1), evCh: make(chan struct{})}
 }
 
@@ -198,6 +212,9 @@ func (db *DB) Open(ctx context.Context) error {
 	default:
 		return fmt.Errorf("open store: synchronous must be FULL or NORMAL, not %q", db.cfg.Synchronous)
 	}
+	if err := securePermissions(db.cfg.Path, db.log); err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
 	if err := checkSchemaVersion(ctx, db.cfg.Path); err != nil {
 		return err
 	}
@@ -221,6 +238,13 @@ func (db *DB) Open(ctx context.Context) error {
 	if err := db.migrate(ctx); err != nil {
 		wdb.Close()
 		return err
+	}
+	// A kurad stopped while a redaction's purge was pending (a crash, a
+	// kill) may have left the old content in the WAL: start from an empty
+	// one. Nothing else reads yet, so it cannot be kept from finishing.
+	if _, err := wdb.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		wdb.Close()
+		return fmt.Errorf("open store: checkpoint: %w", err)
 	}
 	rdb, err := sql.Open("sqlite", dsn(db.cfg.Path, roleRead, ""))
 	if err != nil {
@@ -384,6 +408,7 @@ func (db *DB) Close(ctx context.Context) error {
 		return fmt.Errorf("close store: writer did not drain: %w", ctx.Err())
 	}
 	<-db.ckptDone
+	db.purgeWG.Wait()
 	for _, s := range db.stmts {
 		s.Close()
 	}
@@ -394,9 +419,17 @@ func (db *DB) Close(ctx context.Context) error {
 	if err := db.rdb.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	// A final checkpoint keeps the WAL small for the next start.
-	if _, err := db.wdb.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+	// A final checkpoint keeps the WAL small for the next start, and
+	// finishes a purge still pending: every reader is gone now.
+	want := db.purge.wanted.Load()
+	var busy, logFrames, done int
+	if err := db.wdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
 		errs = append(errs, err)
+	} else if busy == 0 {
+		db.markPurged(want)
+	}
+	if db.PurgePending() {
+		db.log.Warn("redacted content may remain in the WAL until the next start, which truncates it")
 	}
 	if err := db.wdb.Close(); err != nil {
 		errs = append(errs, err)
