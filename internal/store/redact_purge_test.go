@@ -94,7 +94,7 @@ func TestStore_RedactPurgesWhileAClientStalls(t *testing.T) {
 	w := newStallingWriter()
 	hydrated := make(chan error, 1)
 	go func() {
-		hydrated <- db.HydrateLedger(ctx, lid, -1, 1000, w, func(int) error { return nil })
+		hydrated <- db.HydrateLedger(ctx, lid, -1, 1000, nil, w, func(int) error { return nil })
 	}()
 	select {
 	case <-w.stalled:
