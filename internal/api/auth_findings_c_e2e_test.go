@@ -633,3 +633,34 @@ func TestAuthC_ClaimWorkerBound(t *testing.T) {
 		t.Errorf("admin claiming for agent:pool-7: %v", l)
 	}
 }
+
+// TestAuth_ClaimedTurnWrittenByItsWorker: the epoch of a claimed turn is
+// readable by every reader of its project, so holding it is not enough:
+// append, renew and close of a claimed turn come from its worker (or an
+// admin). Another writer of the project gets 403 and nothing is written.
+func TestAuth_ClaimedTurnWrittenByItsWorker(t *testing.T) {
+	e := startAuthKurad(t, nil)
+	sid := e.must(tWA, "POST", "/v1/sessions", `{"project":"alpha","name":"lease"}`)["id"].(string)
+	tid := e.must(tWA, "POST", "/v1/sessions/"+sid+"/turns", `{"instruction":{"type":"task.instruction","content":"go","author_id":"agent:a"}}`)["id"].(string)
+	e.must(tWA, "POST", "/v1/turns/"+tid+"/claim", `{"lease_seconds":60}`)
+	epoch := fmt.Sprint(e.must(tRA, "GET", "/v1/turns/"+tid, "")["epoch"])
+	refused := []struct{ name, path, body string }{
+		{"append", "/records", `{"epoch":` + epoch + `,"records":[{"type":"agent.thought","content":"mine now","author_id":"agent:a2"}]}`},
+		{"renew", "/renew", `{"epoch":` + epoch + `,"lease_seconds":60}`},
+		{"close", "/close", `{"epoch":` + epoch + `,"status":"failed"}`},
+	}
+	for _, c := range refused {
+		before := e.state()
+		code, b := e.do(tWA2, "POST", "/v1/turns/"+tid+c.path, c.body)
+		if code != 403 || !bytes.Contains(b, []byte(`"worker":"agent:a"`)) {
+			t.Errorf("%s by another writer of the project: %d %s, want 403 naming the worker", c.name, code, b)
+		}
+		if after := e.state(); after != before {
+			t.Errorf("refused %s changed the database: %s -> %s", c.name, before, after)
+		}
+	}
+	// The worker, and an admin, still write it.
+	e.must(tWA, "POST", "/v1/turns/"+tid+"/records", `{"epoch":`+epoch+`,"records":[{"type":"agent.thought","content":"step","author_id":"agent:a"}]}`)
+	e.must(tWA, "POST", "/v1/turns/"+tid+"/renew", `{"epoch":`+epoch+`,"lease_seconds":60}`)
+	e.must(tRoot, "POST", "/v1/turns/"+tid+"/close", `{"epoch":`+epoch+`,"status":"complete"}`)
+}

@@ -54,6 +54,7 @@ func (s *Server) handleTurnRenew(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	in.Writer = writerOf(r)
 	l, err := s.store.RenewTurn(r.Context(), chi.URLParam(r, "id"), &in)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -68,6 +69,7 @@ func (s *Server) handleTurnAppend(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	in.Writer = writerOf(r)
 	res, err := s.store.AppendTurn(r.Context(), chi.URLParam(r, "id"), &in)
 	if err != nil {
 		s.writeError(w, r, err)

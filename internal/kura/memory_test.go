@@ -43,3 +43,30 @@ func TestCheckNodeRewrite(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckLeaseHolder(t *testing.T) {
+	worker := "agent:a"
+	tests := []struct {
+		name  string
+		turn  kura.Turn
+		w     kura.Writer
+		allow bool
+	}{
+		{"unclaimed: any writer of the project", kura.Turn{ID: "t"}, kura.Writer{Identity: "agent:b"}, true},
+		{"claimed: its worker", kura.Turn{ID: "t", Epoch: 2, Worker: &worker}, kura.Writer{Identity: "agent:a"}, true},
+		{"claimed: another identity", kura.Turn{ID: "t", Epoch: 2, Worker: &worker}, kura.Writer{Identity: "agent:b"}, false},
+		{"claimed: an admin", kura.Turn{ID: "t", Epoch: 2, Worker: &worker}, kura.Writer{Identity: "user:root", Admin: true}, true},
+		{"claimed: an unknown caller", kura.Turn{ID: "t", Epoch: 2, Worker: &worker}, kura.Writer{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := kura.CheckLeaseHolder(&tc.turn, tc.w)
+			if tc.allow != (err == nil) {
+				t.Fatalf("got %v, want allowed=%v", err, tc.allow)
+			}
+			if !tc.allow && !kura.IsCode(err, kura.EDenied) {
+				t.Fatalf("got %v, want permission_denied", err)
+			}
+		})
+	}
+}

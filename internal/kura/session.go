@@ -138,6 +138,8 @@ type TurnClaim struct {
 type TurnRenew struct {
 	Epoch        int64 `json:"epoch"`
 	LeaseSeconds int   `json:"lease_seconds"`
+	// Writer is who renews: the API sets it from the caller's token.
+	Writer Writer `json:"-"`
 }
 
 // Lease is the answer to claim and renew.
@@ -152,6 +154,8 @@ type Lease struct {
 type TurnAppend struct {
 	Epoch   *int64      `json:"epoch"`
 	Records []RecordRef `json:"records"`
+	// Writer is who appends: the API sets it from the caller's token.
+	Writer Writer `json:"-"`
 }
 
 // TurnClose closes a turn.
@@ -206,4 +210,17 @@ type ImportResult struct {
 	Ledgers  int `json:"ledgers"`
 	Sessions int `json:"sessions"`
 	Skipped  int `json:"skipped"`
+}
+
+// CheckLeaseHolder is the rule for writing a claimed turn (append, renew,
+// close): the epoch fences out a worker that lost its lease, and the claim
+// belongs to its worker, so another identity holding the epoch (anyone of
+// the project can read it) may not write in the worker's name. Admins, and
+// kurad closing a turn past its deadline, may.
+func CheckLeaseHolder(t *Turn, w Writer) error {
+	if t.Epoch == 0 || t.Worker == nil || w.Admin || *t.Worker == w.Identity {
+		return nil
+	}
+	return Errorf(EDenied, "turn %s is claimed by %s: only its worker (or an admin) writes it", t.ID, *t.Worker).
+		WithDetail("worker", *t.Worker)
 }

@@ -453,10 +453,14 @@ func (tx *Tx) openTurn(id string) (*kura.Turn, error) {
 }
 
 // openTurnForWrite loads a turn that must be open and fenced by epoch: a
-// claimed turn takes writes only with its current epoch.
-func (tx *Tx) openTurnForWrite(id string, epoch *int64) (*kura.Turn, *kura.Session, error) {
+// claimed turn takes writes only with its current epoch, from its worker
+// (kura.CheckLeaseHolder).
+func (tx *Tx) openTurnForWrite(id string, epoch *int64, w kura.Writer) (*kura.Turn, *kura.Session, error) {
 	t, err := tx.openTurn(id)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := kura.CheckLeaseHolder(t, w); err != nil {
 		return nil, nil, err
 	}
 	if err := checkEpoch(t, epoch); err != nil {
@@ -540,6 +544,9 @@ func (db *DB) RenewTurn(ctx context.Context, id string, in *kura.TurnRenew) (*ku
 		if t.Epoch == 0 {
 			return kura.Errorf(kura.EConflict, "turn %s is not claimed", id)
 		}
+		if err := kura.CheckLeaseHolder(t, in.Writer); err != nil {
+			return err
+		}
 		if err := checkEpoch(t, &in.Epoch); err != nil {
 			return err
 		}
@@ -588,7 +595,7 @@ func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend) (*
 	}
 	var out *kura.TurnAppendResult
 	err = db.Update(ctx, func(tx *Tx) error {
-		t, s, err := tx.openTurnForWrite(id, in.Epoch)
+		t, s, err := tx.openTurnForWrite(id, in.Epoch, in.Writer)
 		if err != nil {
 			return err
 		}
@@ -661,7 +668,7 @@ const kuradIdentity = "sys:kurad"
 // it may not write the session's scope (mayExtract false) nothing is
 // extracted, and the answer's extraction_skipped names what was left.
 func (tx *Tx) closeTurn(id string, epoch *int64, status, why string, by kura.Writer, mayExtract bool) (*kura.Turn, error) {
-	t, s, err := tx.openTurnForWrite(id, epoch)
+	t, s, err := tx.openTurnForWrite(id, epoch, by)
 	if err != nil {
 		return nil, err
 	}
@@ -778,7 +785,7 @@ func (db *DB) CloseExpiredTurns(ctx context.Context) (int, error) {
 			e := t.Epoch
 			// Every memory record of the output was appended by a writer
 			// of the scope (the API refuses others), so kurad extracts.
-			_, err = tx.closeTurn(id, &e, kura.TurnTimeout, "deadline "+t.DeadlineAt+" passed", kura.Writer{Identity: kuradIdentity}, true)
+			_, err = tx.closeTurn(id, &e, kura.TurnTimeout, "deadline "+t.DeadlineAt+" passed", kura.Writer{Identity: kuradIdentity, Admin: true}, true)
 			return err
 		})
 		if err != nil {
