@@ -27,7 +27,7 @@ const File = "kurad.lock"
 
 // HeldError is returned when another process holds the directory.
 type HeldError struct {
-	Dir    string // the directory, as given
+	Dir    string // the directory, made absolute
 	PID    int    // the holder's process id; 0 if it has not written it yet
 	Holder string // what the holder said it is ("kurad", "kura restore"); may be ""
 }
@@ -61,6 +61,10 @@ func Acquire(dir, holder string) (*Lock, error) {
 	if err := flock(f); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
+			// Absolute, so that "data" in a message says which one.
+			if abs, err := filepath.Abs(dir); err == nil {
+				dir = abs
+			}
 			held := &HeldError{Dir: dir}
 			held.PID, held.Holder = readHolder(path)
 			return nil, held

@@ -92,6 +92,26 @@ func TestHeldError_Message(t *testing.T) {
 	}
 }
 
+// TestAcquire_RelativeDir: the message names the directory absolute, so
+// that "data" says which one.
+func TestAcquire_RelativeDir(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir("data", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := dirlock.Acquire("data", "kurad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	_, err = dirlock.Acquire("data", "kurad")
+	var held *dirlock.HeldError
+	if !errors.As(err, &held) || held.Dir != filepath.Join(dir, "data") {
+		t.Errorf("got %v, want a *HeldError naming %s", err, filepath.Join(dir, "data"))
+	}
+}
+
 func TestAcquire_MissingDir(t *testing.T) {
 	if _, err := dirlock.Acquire(filepath.Join(t.TempDir(), "nope"), "kurad"); err == nil {
 		t.Fatal("got nil, want an error for a directory that does not exist")
