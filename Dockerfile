@@ -25,6 +25,8 @@
 #
 # State (kura.db, the signing key kurad.key, kurad.addr) lives in the /data
 # volume: back it up as a whole. A bind mount must be writable by uid 65532.
+# kurad locks the directory (kurad.lock): two containers on one volume
+# cannot both run kurad; the second exits at once, naming the first.
 # --stop-timeout 30 leaves kurad time for its graceful shutdown
 # (KURA_SHUTDOWN_TIMEOUT, 15s) before Docker's SIGKILL; Docker waits 10s
 # by default.
