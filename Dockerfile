@@ -2,6 +2,9 @@
 #
 # Build (BuildKit, the default builder of current Docker):
 #   docker build --build-arg VERSION="$(git describe --tags --always --dirty)" -t kura .
+# or with podman (or buildah bud); the docker format keeps the HEALTHCHECK,
+# which the OCI image format has no field for:
+#   podman build --format docker --build-arg VERSION=... -t kura .
 # Cross-build, e.g. for a Raspberry Pi:
 #   docker buildx build --platform linux/arm64 --build-arg VERSION=... -t kura:arm64 .
 #
@@ -22,11 +25,27 @@
 #
 # State (kura.db, the signing key kurad.key, kurad.addr) lives in the /data
 # volume: back it up as a whole. A bind mount must be writable by uid 65532.
+# kurad locks the directory (kurad.lock): two containers on one volume
+# cannot both run kurad; the second exits at once, naming the first.
 # --stop-timeout 30 leaves kurad time for its graceful shutdown
 # (KURA_SHUTDOWN_TIMEOUT, 15s) before Docker's SIGKILL; Docker waits 10s
 # by default.
+#
+# Base images are named in full (registry/repository:tag), so that podman
+# and buildah, which do not assume docker.io, pull the same images Docker
+# does, and pinned by digest, so that a build next month uses the same
+# bases as today's (the tag says what the image is; the digest decides).
+# The digests are those of the multi-platform indexes, so --platform still
+# picks each platform's image. To move to newer bases, look the digests up
+# and replace them here (a test checks that every FROM stays fully named
+# and pinned):
+#   docker buildx imagetools inspect docker.io/library/golang:1.26-bookworm
+#   docker buildx imagetools inspect gcr.io/distroless/static-debian12:nonroot
+# (the "Digest:" line; or: skopeo inspect --raw docker://IMAGE | sha256sum,
+# or crane digest IMAGE). Keep the golang tag's Go version at least the
+# go.mod's.
 
-FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
+FROM --platform=$BUILDPLATFORM docker.io/library/golang:1.26-bookworm@sha256:d9c68c2c51161e12fd77e4c6320687c9cd86e1af1e3ad6e6cd63ff970641453c AS build
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=dev
@@ -46,7 +65,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/kura ./cmd/kura && \
     mkdir -p -m 0700 /out/data
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab
 ARG VERSION=dev
 LABEL org.opencontainers.image.title="kura" \
       org.opencontainers.image.description="Kura: agent memory you can verify (kurad daemon and kura CLI)" \

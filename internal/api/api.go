@@ -140,6 +140,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	if cfg.Registry != nil {
 		s.metrics = newHTTPMetrics(cfg.Registry)
 		registerBodyMetrics(cfg.Registry, s.bodies)
+		registerReadinessMetrics(cfg.Registry, s)
 	}
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -59,4 +60,35 @@ func registerBodyMetrics(reg *prometheus.Registry, b *bodyBudget) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_http_body_budget_refused_total", Help: "Requests answered 503 because the request body budget had no room in time."},
 			func() float64 { return float64(b.refused.Load()) }),
 	)
+}
+
+// readinessCollector exports the /readyz checks, one series per check, read
+// at scrape time, so that an alert can fire on a degraded kurad (a full
+// disk, a doorbell that cannot publish) that still answers /readyz 200.
+type readinessCollector struct {
+	s    *Server
+	desc *prometheus.Desc
+}
+
+func registerReadinessMetrics(reg *prometheus.Registry, s *Server) {
+	reg.MustRegister(readinessCollector{s: s, desc: prometheus.NewDesc("kura_readiness_check",
+		"1 while the /readyz check passes, 0 while it fails (check: database, writer, nats, storage, doorbell).",
+		[]string{"check"}, nil)})
+}
+
+func (c readinessCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c readinessCollector) Collect(ch chan<- prometheus.Metric) {
+	// A scrape must not hang on a stuck database; a check that cannot
+	// answer in time is failing.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, checks, _ := c.s.readiness(ctx)
+	for name, state := range checks {
+		v := 0.0
+		if state == "ok" {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, name)
+	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -14,7 +15,10 @@ func (s *Server) registerOpsRoutes(r chi.Router) {
 	r.Get("/readyz", s.handleReadyz)
 	r.Get("/v1/info", s.handleInfo)
 	if s.cfg.Registry != nil {
-		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+		// OpenMetrics for a scraper that asks for it (Accept:
+		// application/openmetrics-text, as Prometheus does), the
+		// Prometheus text format otherwise.
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	}
 }
 
@@ -25,9 +29,23 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 
 // handleReadyz answers 200 only while the database, the writer and NATS work.
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	checks := map[string]string{"database": "ok", "writer": "ok", "nats": "ok"}
-	ok := true
-	if err := s.store.Ping(r.Context()); err != nil {
+	status, checks, ok := s.readiness(r.Context())
+	if !ok {
+		// Non-2xx answers always carry the error body; the checks say what failed.
+		e := kura.Errorf(kura.EUnavailable, "kurad is not ready").WithDetail("checks", checks)
+		s.writeError(w, r, e)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"status": status, "checks": checks})
+}
+
+// readiness runs the /readyz checks: each check's state ("ok" or why not),
+// status "ready" or "degraded", and ok false when kurad cannot serve. The
+// readiness metric reads the same checks (metrics.go).
+func (s *Server) readiness(ctx context.Context) (status string, checks map[string]string, ok bool) {
+	checks = map[string]string{"database": "ok", "writer": "ok", "nats": "ok"}
+	ok = true
+	if err := s.store.Ping(ctx); err != nil {
 		checks["database"] = kura.ErrorMessage(err)
 		ok = false
 	}
@@ -35,10 +53,10 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		checks["nats"] = "not running"
 		ok = false
 	}
-	status := "ready"
+	status = "ready"
 	// A full or failing disk refuses writes (507/503) while reads go on, so
 	// kurad stays ready for readers and says why writes fail.
-	if sh, ok := s.store.(interface{ StorageHealth() string }); ok {
+	if sh, isSH := s.store.(interface{ StorageHealth() string }); isSH {
 		checks["storage"] = "ok"
 		if h := sh.StorageHealth(); h != "" {
 			checks["storage"] = h
@@ -54,13 +72,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 			status = "degraded"
 		}
 	}
-	if !ok {
-		// Non-2xx answers always carry the error body; the checks say what failed.
-		e := kura.Errorf(kura.EUnavailable, "kurad is not ready").WithDetail("checks", checks)
-		s.writeError(w, r, e)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"status": status, "checks": checks})
+	return status, checks, ok
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -85,15 +86,42 @@ func (b *Bus) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("nats server: %w", err)
 	}
-	srv.SetLoggerV2(&logAdapter{log: b.log}, false, false, false)
+	logs := &logAdapter{log: b.log, fatal: make(chan error, 1)}
+	srv.SetLoggerV2(logs, false, false, false)
 	go srv.Start()
-	if !srv.ReadyForConnections(b.cfg.ReadyTimeout) {
+	if err := b.waitReady(ctx, srv, logs.fatal); err != nil {
 		srv.Shutdown()
-		return fmt.Errorf("nats server on %s not ready within %s", b.cfg.Addr, b.cfg.ReadyTimeout)
+		return err
 	}
 	b.srv = srv
 	b.log.Info("nats listening", "addr", b.Addr())
 	return nil
+}
+
+// waitReady waits until srv accepts connections. nats-server reports a
+// listener it cannot open (a port another process holds) only through its
+// logger's Fatalf, and ReadyForConnections would go on waiting for the full
+// timeout; so the wait is cut into short steps and ends at the first fatal
+// line, with the listener's own error (which names the address), the way a
+// taken HTTP port fails at once.
+func (b *Bus) waitReady(ctx context.Context, srv *server.Server, fatal <-chan error) error {
+	deadline := time.Now().Add(b.cfg.ReadyTimeout)
+	for {
+		// Each call polls every 25ms for up to 50ms.
+		if srv.ReadyForConnections(50 * time.Millisecond) {
+			return nil
+		}
+		select {
+		case err := <-fatal:
+			return fmt.Errorf("listen nats: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("nats server on %s: %w", b.cfg.Addr, ctx.Err())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nats server on %s not ready within %s", b.cfg.Addr, b.cfg.ReadyTimeout)
+		}
+	}
 }
 
 // Addr is the host:port clients connect to.
@@ -153,12 +181,35 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// logAdapter sends the NATS server's log lines to slog.
-type logAdapter struct{ log *slog.Logger }
+// logAdapter sends the NATS server's log lines to slog, and its fatal
+// errors to fatal as well, for Open to fail on.
+type logAdapter struct {
+	log   *slog.Logger
+	fatal chan error // buffered; the first fatal error is kept
+}
 
 func (l *logAdapter) Noticef(format string, v ...any) { l.log.Info(fmt.Sprintf(format, v...)) }
 func (l *logAdapter) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l *logAdapter) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l *logAdapter) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l *logAdapter) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
-func (l *logAdapter) Tracef(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
+
+// Fatalf is how nats-server reports that it cannot start (its own logger
+// exits the process). The error among the arguments, such as net.Listen's
+// "listen tcp 127.0.0.1:4222: bind: address already in use", reads better
+// than the whole line; without one the line stands.
+func (l *logAdapter) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error(msg)
+	err := errors.New(msg)
+	for _, a := range v {
+		if e, ok := a.(error); ok {
+			err = e
+		}
+	}
+	select {
+	case l.fatal <- err:
+	default:
+	}
+}
+
+func (l *logAdapter) Errorf(format string, v ...any) { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Debugf(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Tracef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }

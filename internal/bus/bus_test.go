@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,20 +176,40 @@ func TestBus_OpenInvalidAddr(t *testing.T) {
 	}
 }
 
+// TestBus_OpenPortInUse: a NATS address another listener holds fails Open
+// at once, naming the address, instead of after the ready timeout.
 func TestBus_OpenPortInUse(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	b := bus.New(bus.Config{Addr: ln.Addr().String(), ReadyTimeout: 500 * time.Millisecond})
+	addr := ln.Addr().String()
+	b := bus.New(bus.Config{Addr: addr, ReadyTimeout: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if err := b.Open(ctx); err == nil {
+	start := time.Now()
+	err = b.Open(ctx)
+	took := time.Since(start)
+	if err == nil {
 		b.Close(ctx)
-		t.Fatalf("got nil error on busy %s, want one", ln.Addr())
+		t.Fatalf("got nil error on busy %s, want one", addr)
+	}
+	if took > 2*time.Second {
+		t.Errorf("got the error after %s, want it at once (the ready timeout is 10s)", took)
+	}
+	for _, want := range []string{addr, "address already in use"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got %q, want it to name %q", err, want)
+		}
 	}
 	if b.Running() {
 		t.Error("got Running() true after a failed Open, want false")
+	}
+	// The listener that held the port is untouched.
+	if c, err := net.Dial("tcp", addr); err != nil {
+		t.Errorf("the port's holder no longer accepts: %v", err)
+	} else {
+		c.Close()
 	}
 }

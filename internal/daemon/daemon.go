@@ -22,6 +22,7 @@ import (
 	"github.com/kura-memory/kura/internal/api"
 	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/bus"
+	"github.com/kura-memory/kura/internal/dirlock"
 	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
@@ -46,6 +47,7 @@ type Main struct {
 	stopDog  context.CancelFunc
 	dogDone  chan struct{}
 	tokens   *auth.Table // nil: tokenless mode
+	lock     *dirlock.Lock
 }
 
 // NewMain returns an unstarted daemon.
@@ -72,6 +74,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	cfg := m.Config
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
+	}
+	// One kurad per data directory, decided before anything in it is
+	// touched: a second one would run its own writer on the same database,
+	// overwrite kurad.addr and, with the key, sign a history of its own.
+	if m.lock, err = dirlock.Acquire(cfg.DataDir, "kurad"); err != nil {
+		return err
 	}
 	// The files kurad keeps there are private whatever the directory's
 	// mode (the store sees to its own); a directory others may list still
@@ -315,6 +323,11 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.listener != nil {
 		os.Remove(filepath.Join(m.Config.DataDir, AddrFile))
 	}
+	// Last: the directory is free only once the database is closed.
+	if err := m.lock.Release(); err != nil {
+		errs = append(errs, err)
+	}
+	m.lock = nil
 	return errors.Join(errs...)
 }
 

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/kura-memory/kura/internal/bus"
 	"github.com/kura-memory/kura/internal/store"
@@ -100,6 +102,12 @@ func registerStoreMetrics(reg *prometheus.Registry, db *store.DB, dbPath string)
 			func() float64 { return fileSize(dbPath) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_store_wal_size_bytes", Help: "Size of the write-ahead log (kura.db-wal); it grows between checkpoints."},
 			func() float64 { return fileSize(dbPath + "-wal") }),
+		// The file system's room, for an alert well before writes fail: at
+		// a full disk kurad refuses writes (507) and /readyz says degraded.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_store_disk_free_bytes", Help: "Bytes kurad may still write on the file system holding the database (statfs f_bavail; root's reserve not counted)."},
+			func() float64 { free, _ := diskSpace(filepath.Dir(dbPath)); return free }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_store_disk_size_bytes", Help: "Size of the file system holding the database."},
+			func() float64 { _, size := diskSpace(filepath.Dir(dbPath)); return size }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_store_redaction_purge_pending", Help: "1 while the content of a redacted record may still be in kura.db or kura.db-wal (a reader kept the WAL from being truncated; kurad retries), else 0."},
 			func() float64 {
 				if db.PurgePending() {
@@ -124,6 +132,16 @@ func (c writtenCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, kind := range store.WrittenKinds {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(w[kind]), kind)
 	}
+}
+
+// diskSpace is the room left to an unprivileged writer and the size of
+// the file system holding dir, in bytes; zeros if it cannot be read.
+func diskSpace(dir string) (free, size float64) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0
+	}
+	return float64(st.Bavail) * float64(st.Bsize), float64(st.Blocks) * float64(st.Bsize)
 }
 
 // fileSize is the size of path in bytes, 0 if it does not exist (the WAL

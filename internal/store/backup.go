@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kura-memory/kura/internal/dirlock"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/kurahash"
 )
@@ -418,8 +419,9 @@ type RestoreOptions struct {
 	Now  func() time.Time
 }
 
-// Restore installs a backup as DataDir's database. No kurad may run on
-// DataDir (the caller checks). It checks the backup (CheckBackup), copies
+// Restore installs a backup as DataDir's database. It holds DataDir's lock
+// (package dirlock) throughout: it refuses while a kurad runs there, and a
+// kurad started meanwhile refuses to start. It checks the backup (CheckBackup), copies
 // the snapshot into a staging directory inside DataDir, hashes the copy,
 // brings it to this build's schema and verifies it in full (VerifyAll);
 // only then does it move any old files aside and rename the copy into
@@ -447,7 +449,14 @@ func Restore(ctx context.Context, o RestoreOptions) (*kura.RestoreReport, error)
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
-	inTheWay, err := dataDirEntries(dataDir, o.Keep)
+	lock, err := dirlock.Acquire(dataDir, "kura restore")
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w; stop it before restoring", err)
+	}
+	defer lock.Release()
+	// The lock file is neither old state nor to be moved: moving it while
+	// held would let a kurad lock a new one beside it.
+	inTheWay, err := dataDirEntries(dataDir, append(slices.Clip(o.Keep), dirlock.File))
 	if err != nil {
 		return nil, err
 	}

@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kura-memory/kura/internal/dirlock"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
 )
@@ -292,9 +294,8 @@ func TestStore_Restore(t *testing.T) {
 		if !v.OK || v.Integrity != "ok" || v.Sessions != 1 || v.Ledgers != 6 || v.LastEventSeq != rep.Manifest.LastEventSeq {
 			t.Errorf("got verification %+v, want ok with 1 session and 6 ledgers", v)
 		}
-		entries, _ := os.ReadDir(data)
-		if len(entries) != 1 || entries[0].Name() != "kura.db" {
-			t.Errorf("got %v in the data dir, want kura.db alone", entries)
+		if got := dirNames(t, data); !slices.Equal(got, []string{"kura.db", dirlock.File}) {
+			t.Errorf("got %v in the data dir, want kura.db and the lock file alone", got)
 		}
 		// The restored database opens as kurad would open it, and verifies.
 		db := mustOpenAt(t, filepath.Join(data, "kura.db"), key)
@@ -330,6 +331,33 @@ func TestStore_Restore(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(filepath.Join(data, "kurad.key")); string(b) != "key" {
 			t.Error("the kept key file was moved")
+		}
+	})
+
+	// A restore holds the data directory's lock: it refuses a directory a
+	// kurad holds, and leaves it as it was.
+	t.Run("HeldByKurad", func(t *testing.T) {
+		data := t.TempDir()
+		os.WriteFile(filepath.Join(data, "kura.db"), []byte("live"), 0o600)
+		held, err := dirlock.Acquire(data, "kurad")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = store.Restore(ctx, store.RestoreOptions{BackupDir: backup, DataDir: data, PublicKey: pub, Force: true})
+		held.Release()
+		if want := fmt.Sprintf("in use by kurad (pid %d)", os.Getpid()); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), data) {
+			t.Fatalf("got %v, want a refusal naming %s and %q", err, data, want)
+		}
+		if got := dirNames(t, data); !slices.Equal(got, []string{"kura.db", dirlock.File}) {
+			t.Errorf("got %v in the data dir, want it untouched", got)
+		}
+		if b, _ := os.ReadFile(filepath.Join(data, "kura.db")); string(b) != "live" {
+			t.Errorf("got kura.db %q, want the live database untouched", b)
+		}
+		// The lock file a stopped kurad left is not old state to move aside.
+		os.Remove(filepath.Join(data, "kura.db"))
+		if _, err := store.Restore(ctx, store.RestoreOptions{BackupDir: backup, DataDir: data, PublicKey: pub}); err != nil {
+			t.Fatalf("got %v, want a restore into a directory holding only the lock file", err)
 		}
 	})
 
@@ -381,6 +409,20 @@ func TestStore_Restore(t *testing.T) {
 	}
 }
 
+// dirNames lists a directory's entries by name, sorted.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
 // A backup rewritten by someone who holds the key passes the manifest
 // check; verifying the copy before it is used still catches the change.
 func TestStore_RestoreVerifiesBeforeUse(t *testing.T) {
@@ -423,7 +465,7 @@ func TestStore_RestoreVerifiesBeforeUse(t *testing.T) {
 	if rep == nil || rep.Verification.OK || len(rep.Verification.FailedSessions) != 1 || len(rep.Verification.FailedLedgers) != 3 {
 		t.Errorf("got %+v, want the session and the 3 context ledgers failing", rep.Verification)
 	}
-	if entries, _ := os.ReadDir(data); len(entries) != 0 {
-		t.Errorf("got %v in the data dir, want it left empty", entries)
+	if got := dirNames(t, data); !slices.Equal(got, []string{dirlock.File}) {
+		t.Errorf("got %v in the data dir, want it left empty but for the lock file", got)
 	}
 }
