@@ -231,8 +231,9 @@ type (
 		RecordID string            `json:"record_id,omitempty" jsonschema:"an existing record's id, instead of a new record"`
 	}
 	memoryRequest struct {
-		Query       string `json:"query,omitempty" jsonschema:"words to rank the scope's memory by"`
-		BudgetBytes int    `json:"budget_bytes,omitempty" jsonschema:"byte budget of the packed memory"`
+		Query        string `json:"query,omitempty" jsonschema:"words to rank the scope's memory by"`
+		BudgetBytes  int    `json:"budget_bytes,omitempty" jsonschema:"byte budget of the packed memory"`
+		MaxPerBucket *int   `json:"max_per_bucket,omitempty" jsonschema:"keep at most this many items per bucket (0 keeps none; omitted: no limit)"`
 	}
 	turnOpenArgs struct {
 		SessionID       string         `json:"session_id" jsonschema:"the session to open a turn in (one open turn per session)"`

@@ -811,7 +811,10 @@ func (db *DB) turnMemory(ctx context.Context, sessionID string, m *kura.MemoryRe
 	if m.BudgetBytes < 0 || m.BudgetBytes > MaxBudgetBytes {
 		return nil, nil, kura.Invalid("memory.budget_bytes", "budget_bytes must be 0 (no limit) to %d", MaxBudgetBytes)
 	}
-	b, err := db.compile(ctx, s.Scope, &admission.Request{Query: m.Query, BudgetBytes: m.BudgetBytes})
+	if err := validMaxPerBucket("memory.max_per_bucket", m.MaxPerBucket); err != nil {
+		return nil, nil, err
+	}
+	b, err := db.compile(ctx, s.Scope, &admission.Request{Query: m.Query, BudgetBytes: m.BudgetBytes, MaxPerBucket: m.MaxPerBucket})
 	if err != nil {
 		return nil, nil, err
 	}
