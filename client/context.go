@@ -53,7 +53,7 @@ type contextRequestWire struct {
 	Query        string   `json:"query,omitempty"`
 	TargetFiles  []string `json:"target_files,omitempty"`
 	Kinds        []string `json:"kinds,omitempty"`
-	MaxPerBucket int      `json:"max_per_bucket,omitempty"`
+	MaxPerBucket *int     `json:"max_per_bucket,omitempty"` // nil: no limit; 0 keeps none
 	BudgetBytes  int      `json:"budget_bytes,omitempty"`
 	AsOf         string   `json:"as_of,omitempty"`
 	Redact       *bool    `json:"redact,omitempty"`

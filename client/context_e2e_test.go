@@ -192,7 +192,7 @@ func TestE2E_Context(t *testing.T) {
 
 	t.Run("IdempotentRetry", func(t *testing.T) {
 		kctx := client.WithIdempotencyKey(ctx, "ctx-e2e-2")
-		req := client.ContextRequest{Query: "payments retry", MaxPerBucket: 1}
+		req := client.ContextRequest{Query: "payments retry", MaxPerBucket: new(1)}
 		first, err := c.CompileContext(kctx, "acme", req)
 		if err != nil {
 			t.Fatal(err)

@@ -27,7 +27,9 @@ type Event struct {
 	At      string // RFC 3339, nine fractional digits
 	// Refs holds every other key of the pointer: record_id, ledger_id,
 	// session_id, turn_id, context_ledger_id, output_ledger_id, head_hash...
-	// A value that is not a JSON string is kept as its JSON text.
+	// and, on turn.complete, status: how the turn ended (TurnComplete,
+	// TurnFailed or TurnTimeout). A value that is not a JSON string is kept
+	// as its JSON text.
 	Refs map[string]string
 	// Raw is the pointer exactly as kurad sent it, for callers that pass
 	// events on (kura events --json prints it).

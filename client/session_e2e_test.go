@@ -110,6 +110,18 @@ func TestE2E_Sessions(t *testing.T) {
 		if err != nil || len(p.Turns) != 1 || p.Turns[0].ID != t2.ID {
 			t.Errorf("list failed turns: got %+v, %v", p, err)
 		}
+		// turn.complete says how each turn ended.
+		ev, err := c.Events(ctx, client.EventQuery{Types: []string{"turn.complete"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ends []string
+		for _, e := range ev.Events {
+			ends = append(ends, e.Refs["turn_id"]+" "+e.Refs["status"])
+		}
+		if want := []string{t1.ID + " " + client.TurnComplete, t2.ID + " " + client.TurnFailed}; !slices.Equal(ends, want) {
+			t.Errorf("turn.complete events: got %v, want %v", ends, want)
+		}
 	})
 
 	head, err := c.GetSession(ctx, s.ID)

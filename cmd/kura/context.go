@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ type contextFlags struct {
 	budget       *int
 	asOf         *string
 	kinds        listFlag
-	maxPerBucket *int
+	maxPerBucket optInt
 	targetFiles  listFlag
 	noRedact     *bool
 }
@@ -32,7 +33,7 @@ func registerContextFlags(fs *flag.FlagSet) *contextFlags {
 	f.budget = fs.Int("budget", 0, "keep items while their JSON fits in `BYTES` (use_now first); 0: no limit")
 	f.asOf = fs.String("as-of", "", "read memory as it was at this RFC 3339 `time` (default: now)")
 	fs.Var(&f.kinds, "kind", "only nodes of this `kind` (repeatable)")
-	f.maxPerBucket = fs.Int("max-per-bucket", 0, "keep the first `N` items of each bucket; 0: no limit")
+	fs.Var(&f.maxPerBucket, "max-per-bucket", "keep the first `N` items of each bucket; 0 keeps none (default: no limit)")
 	fs.Var(&f.targetFiles, "target-file", "a `file` the work touches: nodes that name it say so in the trace (repeatable)")
 	f.noRedact = fs.Bool("no-redact", false, "leave secret-like strings in titles and summaries (redacted by default)")
 	return f
@@ -40,7 +41,7 @@ func registerContextFlags(fs *flag.FlagSet) *contextFlags {
 
 func (f *contextFlags) request() client.ContextRequest {
 	req := client.ContextRequest{Query: *f.query, Kinds: f.kinds, TargetFiles: f.targetFiles,
-		MaxPerBucket: *f.maxPerBucket, BudgetBytes: *f.budget, AsOf: *f.asOf}
+		MaxPerBucket: f.maxPerBucket.v, BudgetBytes: *f.budget, AsOf: *f.asOf}
 	if *f.noRedact {
 		no := false
 		req.Redact = &no
@@ -230,4 +231,23 @@ func writeBundleItem(w io.Writer, it *client.BundleItem, te *client.TraceEntry) 
 		}
 	}
 	fmt.Fprintf(w, "    why: %s\n", strings.Join(why, ", "))
+}
+
+// optInt is an integer flag that tells "not given" (nil) from 0.
+type optInt struct{ v *int }
+
+func (o *optInt) String() string {
+	if o.v == nil {
+		return ""
+	}
+	return strconv.Itoa(*o.v)
+}
+
+func (o *optInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	o.v = &n
+	return nil
 }

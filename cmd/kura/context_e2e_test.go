@@ -360,7 +360,9 @@ func TestContextFlags(t *testing.T) {
 	}{
 		{"context preview", []string{"acme"}, client.ContextRequest{}},
 		{"context preview", []string{"--query", "retry policy", "acme", "--budget", "800", "--kind", "fact", "--kind", "decision", "--max-per-bucket=3"},
-			client.ContextRequest{Query: "retry policy", BudgetBytes: 800, Kinds: []string{"fact", "decision"}, MaxPerBucket: 3}},
+			client.ContextRequest{Query: "retry policy", BudgetBytes: 800, Kinds: []string{"fact", "decision"}, MaxPerBucket: new(3)}},
+		// 0 keeps none: it is sent, unlike a flag left out.
+		{"context preview", []string{"acme", "--max-per-bucket", "0"}, client.ContextRequest{MaxPerBucket: new(0)}},
 		{"context compile", []string{"acme", "--as-of", "2026-01-02T03:04:05Z", "--target-file", "a.go", "--target-file", "b.go", "--no-redact", "--idempotency-key", "k"},
 			client.ContextRequest{AsOf: "2026-01-02T03:04:05Z", TargetFiles: []string{"a.go", "b.go"}, Redact: new(false)}},
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/kura-memory/kura/internal/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,9 +22,21 @@ func setupMCP(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		if len(args) != 0 {
 			return usagef("mcp takes no arguments")
 		}
-		srv := mcp.NewServer(c.client, version)
+		o := mcp.Options{Version: version}
+		// The tools' schemas list the record types and node kinds as enums,
+		// so they are kurad's (both are configurable). A kurad that cannot
+		// be asked now still gets its tools, with those arguments free.
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		info, err := c.client.Info(ictx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(c.stderr, "kura mcp: cannot read kurad's vocabularies (%v); record types and node kinds are not listed in the tools' schemas\n", err)
+		} else {
+			o.RecordTypes, o.NodeKinds = info.RecordTypes, info.NodeKinds
+		}
+		srv := mcp.NewServer(c.client, o)
 		fmt.Fprintf(c.stderr, "kura mcp: serving kurad at %s over stdio\n", c.client.BaseURL())
-		err := srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.stdout}})
+		err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.stdout}})
 		// The client closing stdin, or a signal, is how a stdio server ends.
 		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 			return nil

@@ -54,6 +54,26 @@ func TestE2E_MCPStdio(t *testing.T) {
 	if len(tools.Tools) != 14 {
 		t.Errorf("got %d tools, want 14", len(tools.Tools))
 	}
+	// The configurable vocabularies in the schemas are kurad's.
+	resp, err := http.Get(base + "/v1/info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		RecordTypes []any `json:"record_types"`
+		NodeKinds   []any `json:"node_kinds"`
+	}
+	json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if len(info.NodeKinds) == 0 || len(info.RecordTypes) == 0 {
+		t.Fatalf("/v1/info lists no vocabularies: %+v", info)
+	}
+	if got := enumOf(t, tools.Tools, "memory_put", "kind"); !reflect.DeepEqual(got, info.NodeKinds) {
+		t.Errorf("memory_put kind enum %v, want /v1/info's node_kinds %v", got, info.NodeKinds)
+	}
+	if got := enumOf(t, tools.Tools, "record_put", "type"); !reflect.DeepEqual(got, info.RecordTypes) {
+		t.Errorf("record_put type enum %v, want /v1/info's record_types %v", got, info.RecordTypes)
+	}
 
 	call := func(name string, args any) *sdk.CallToolResult {
 		t.Helper()
@@ -149,6 +169,17 @@ func TestE2E_MCPStdioUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Without kurad's vocabularies, kinds and record types are free strings.
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := enumOf(t, tools.Tools, "memory_put", "kind"); got != nil {
+		t.Errorf("memory_put kind enum %v with kurad unreachable, want none", got)
+	}
+	if got := enumOf(t, tools.Tools, "memory_put", "lifecycle"); len(got) == 0 {
+		t.Errorf("memory_put lifecycle has no enum")
+	}
 	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "record_get", Arguments: map[string]any{"id": "x"}})
 	if err != nil {
 		t.Fatal(err)
@@ -170,4 +201,26 @@ func mcpText(res *sdk.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// enumOf is the enum of a tool's top-level argument, nil when it has none.
+func enumOf(t *testing.T, tools []*sdk.Tool, tool, arg string) []any {
+	t.Helper()
+	for _, tl := range tools {
+		if tl.Name != tool {
+			continue
+		}
+		b, _ := json.Marshal(tl.InputSchema)
+		var s struct {
+			Properties map[string]struct {
+				Enum []any `json:"enum"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Properties[arg].Enum
+	}
+	t.Fatalf("no tool %s", tool)
+	return nil
 }

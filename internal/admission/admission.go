@@ -104,13 +104,16 @@ func Decide(n *kura.Node, incoming []kura.Relation) Decision {
 
 // Request is what a caller asks of a compile.
 type Request struct {
-	Query        string   `json:"query"`
-	TargetFiles  []string `json:"target_files"`
-	Kinds        []string `json:"kinds"`
-	MaxPerBucket int      `json:"max_per_bucket"`
-	BudgetBytes  int      `json:"budget_bytes"`
-	AsOf         string   `json:"as_of"`
-	Redact       *bool    `json:"redact"`
+	Query       string   `json:"query"`
+	TargetFiles []string `json:"target_files"`
+	Kinds       []string `json:"kinds"`
+	// MaxPerBucket keeps the first N items of each bucket: nil is no
+	// limit, 0 keeps none (the trace still decides every node, and
+	// omitted counts them).
+	MaxPerBucket *int   `json:"max_per_bucket,omitempty"`
+	BudgetBytes  int    `json:"budget_bytes"`
+	AsOf         string `json:"as_of"`
+	Redact       *bool  `json:"redact"`
 }
 
 // Item is a node as a bucket shows it.
@@ -272,7 +275,7 @@ func (sc *Scope) Compile(req *Request) *Result {
 			te.Score = &s
 		}
 		res.Trace = append(res.Trace, te)
-		if req.MaxPerBucket > 0 && len(cands[d.Bucket]) >= req.MaxPerBucket {
+		if req.MaxPerBucket != nil && len(cands[d.Bucket]) >= *req.MaxPerBucket {
 			res.Omitted[d.Bucket]++
 			continue
 		}

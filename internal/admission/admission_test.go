@@ -722,32 +722,39 @@ func TestCompile_Kinds(t *testing.T) {
 func TestCompile_MaxPerBucket(t *testing.T) {
 	nodes := mixedNodes() // use_now 3, inspect 2, rehydrate 2, do_not_use 3
 	for _, tt := range []struct {
-		max     int
+		max     *int // nil: no limit
 		kept    map[string][]string
 		omitted map[string]int
 	}{
-		{0, map[string][]string{
+		{nil, map[string][]string{
 			admission.UseNow: {"note:use1", "note:use2", "note:use3"}, admission.InspectBeforeUse: {"note:insp1", "note:insp2"},
 			admission.Rehydrate: {"note:reh1", "note:reh2"}, admission.DoNotUse: {"note:dnu1", "note:dnu2", "note:dnu3"}},
 			map[string]int{admission.UseNow: 0, admission.InspectBeforeUse: 0, admission.Rehydrate: 0, admission.DoNotUse: 0}},
-		{1, map[string][]string{
+		// 0 keeps none: every item is cut and counted.
+		{new(0), map[string][]string{},
+			map[string]int{admission.UseNow: 3, admission.InspectBeforeUse: 2, admission.Rehydrate: 2, admission.DoNotUse: 3}},
+		{new(1), map[string][]string{
 			admission.UseNow: {"note:use1"}, admission.InspectBeforeUse: {"note:insp1"},
 			admission.Rehydrate: {"note:reh1"}, admission.DoNotUse: {"note:dnu1"}},
 			map[string]int{admission.UseNow: 2, admission.InspectBeforeUse: 1, admission.Rehydrate: 1, admission.DoNotUse: 2}},
-		{2, map[string][]string{
+		{new(2), map[string][]string{
 			admission.UseNow: {"note:use1", "note:use2"}, admission.InspectBeforeUse: {"note:insp1", "note:insp2"},
 			admission.Rehydrate: {"note:reh1", "note:reh2"}, admission.DoNotUse: {"note:dnu1", "note:dnu2"}},
 			map[string]int{admission.UseNow: 1, admission.InspectBeforeUse: 0, admission.Rehydrate: 0, admission.DoNotUse: 1}},
-		{3, map[string][]string{
+		{new(3), map[string][]string{
 			admission.UseNow: {"note:use1", "note:use2", "note:use3"}, admission.InspectBeforeUse: {"note:insp1", "note:insp2"},
 			admission.Rehydrate: {"note:reh1", "note:reh2"}, admission.DoNotUse: {"note:dnu1", "note:dnu2", "note:dnu3"}},
 			map[string]int{admission.UseNow: 0, admission.InspectBeforeUse: 0, admission.Rehydrate: 0, admission.DoNotUse: 0}},
-		{1000, map[string][]string{
+		{new(1000), map[string][]string{
 			admission.UseNow: {"note:use1", "note:use2", "note:use3"}, admission.InspectBeforeUse: {"note:insp1", "note:insp2"},
 			admission.Rehydrate: {"note:reh1", "note:reh2"}, admission.DoNotUse: {"note:dnu1", "note:dnu2", "note:dnu3"}},
 			map[string]int{admission.UseNow: 0, admission.InspectBeforeUse: 0, admission.Rehydrate: 0, admission.DoNotUse: 0}},
 	} {
-		t.Run(fmt.Sprint(tt.max), func(t *testing.T) {
+		name := "nil"
+		if tt.max != nil {
+			name = fmt.Sprint(*tt.max)
+		}
+		t.Run(name, func(t *testing.T) {
 			res := compile(t, nodes, nil, admission.Request{MaxPerBucket: tt.max})
 			for _, b := range admission.BucketOrder {
 				if got := refs(bucket(res, b)); !slices.Equal(got, tt.kept[b]) {
@@ -771,7 +778,7 @@ func TestCompile_MaxPerBucket(t *testing.T) {
 	t.Run("KeepsTheBestByQuery", func(t *testing.T) {
 		nodes := mixedNodes()
 		nodes[2].Title = "gamma gamma" // use3: the only query hit, oldest of use_now
-		res := compile(t, nodes, nil, admission.Request{Query: "gamma", MaxPerBucket: 1})
+		res := compile(t, nodes, nil, admission.Request{Query: "gamma", MaxPerBucket: new(1)})
 		if got := refs(res.Buckets.UseNow); !slices.Equal(got, []string{"note:use3"}) {
 			t.Fatalf("use_now: got %v, want [note:use3]", got)
 		}
@@ -890,9 +897,9 @@ func TestCompile_Budget(t *testing.T) {
 
 	t.Run("AfterMaxPerBucket", func(t *testing.T) {
 		// Omitted adds both cuts: max_per_bucket first, then the budget.
-		perBucket := compile(t, nodes, nil, admission.Request{MaxPerBucket: 2})
+		perBucket := compile(t, nodes, nil, admission.Request{MaxPerBucket: new(2)})
 		useNow := sumSizes(perBucket.Buckets.UseNow)
-		res := compile(t, nodes, nil, admission.Request{MaxPerBucket: 2, BudgetBytes: useNow})
+		res := compile(t, nodes, nil, admission.Request{MaxPerBucket: new(2), BudgetBytes: useNow})
 		want := map[string]int{admission.UseNow: 1, admission.InspectBeforeUse: 2, admission.Rehydrate: 2, admission.DoNotUse: 3}
 		if !reflect.DeepEqual(res.Omitted, want) || res.Bytes != useNow {
 			t.Fatalf("got omitted %v bytes %d, want %v and %d", res.Omitted, res.Bytes, want, useNow)
@@ -950,7 +957,11 @@ func TestCompile_BudgetProperty(t *testing.T) {
 			rels = append(rels, rel(fmt.Sprintf("r%d", i), kura.RelationKind[r.IntN(len(kura.RelationKind))],
 				nodes[r.IntN(len(nodes))].Ref, nodes[r.IntN(len(nodes))].Ref, r.Float64(), r.IntN(60)))
 		}
-		base := admission.Request{MaxPerBucket: r.IntN(4) * r.IntN(5)}
+		var base admission.Request
+		// Mostly no limit (nil), sometimes 0 (keep none), else 1 to 12.
+		if m := r.IntN(4) * r.IntN(5); m > 0 || r.IntN(4) == 0 {
+			base.MaxPerBucket = &m
+		}
 		if iter%4 != 0 {
 			// Redaction is tested elsewhere and dominates the run time
 			// under -race; every fourth round keeps it on.
@@ -1163,7 +1174,7 @@ func TestCompile_Pure(t *testing.T) {
 	nodes[0].Summary = "api_key=abcdef"
 	rels := in(rel("b", "contradicts", "note:use1", "note:use2", 0.9, 2), rel("a", "requires_payload", "note:use1", "note:insp1", 0.9, 1))
 	nodes0, rels0 := slices.Clone(nodes), slices.Clone(rels)
-	req := admission.Request{Query: "alpha", Kinds: []string{"note"}, MaxPerBucket: 2, BudgetBytes: 900}
+	req := admission.Request{Query: "alpha", Kinds: []string{"note"}, MaxPerBucket: new(2), BudgetBytes: 900}
 	a := compile(t, nodes, rels, req)
 	b := compile(t, nodes, rels, req)
 	if !reflect.DeepEqual(nodes, nodes0) || !reflect.DeepEqual(rels, rels0) {

@@ -31,7 +31,11 @@ func (s *Server) registerMCPRoutes(r chi.Router) {
 	}
 	h := sync.OnceValue(func() http.Handler {
 		return mcp.NewHTTPHandler(mcp.Local(inner), mcp.HTTPOptions{
-			Version:      s.cfg.Version,
+			Options: mcp.Options{
+				Version:     s.cfg.Version,
+				RecordTypes: s.cfg.RecordTypes,
+				NodeKinds:   s.store.NodeKinds(),
+			},
 			MaxBodyBytes: mcpBodyLimit(s.cfg.MaxBodyBytes),
 		})
 	})

@@ -83,6 +83,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		Counts:        s.store.Counts(),
 		PublicKey:     keys.PublicKeyString(s.store.PublicKey()),
 		RecordTypes:   s.cfg.RecordTypes,
+		NodeKinds:     s.store.NodeKinds(),
 		StartedAt:     kura.FormatTime(s.started),
 
 		RedactionPurge: s.store.PurgeState(),

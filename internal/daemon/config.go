@@ -70,6 +70,10 @@ type Config struct {
 	// request waits for room before it gets 503.
 	MaxInflightBodyBytes int64
 	MaxInflightBodyWait  time.Duration
+
+	// Now is the store's clock, for tests that move time (a turn's
+	// deadline) rather than wait for it; nil: time.Now. It is no setting.
+	Now func() time.Time
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.

@@ -113,6 +113,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		RetiredKeys:    retired,
 		Logger:         m.Logger.With("component", "store"),
 		StartupCheck:   cfg.StartupCheck,
+		Now:            cfg.Now,
 	})
 	if err := m.store.Open(ctx); err != nil {
 		return err

@@ -47,7 +47,9 @@ type Info struct {
 	Outbox      *OutboxInfo `json:"outbox,omitempty"`
 	PublicKey   string      `json:"public_key"`
 	RecordTypes []string    `json:"record_types"`
-	StartedAt   string      `json:"started_at"`
+	// NodeKinds is the memory node vocabulary kurad accepts.
+	NodeKinds []string `json:"node_kinds"`
+	StartedAt string   `json:"started_at"`
 	// CompactedThrough: every event with seq <= it was compacted away.
 	CompactedThrough int64 `json:"compacted_through"`
 	// RedactionPurge is "pending" while the content of a redacted record

@@ -3,12 +3,15 @@ package kura
 // Ledger is an immutable ordered list of record references with a Merkle
 // root, chained to its parents like a Git commit.
 type Ledger struct {
-	ID          string   `json:"id"`
-	Hash        string   `json:"hash"`
-	RootHash    string   `json:"root_hash"`
-	Label       string   `json:"label"`
-	ParentIDs   []string `json:"parent_ids"`
-	RecordIDs   []string `json:"record_ids,omitempty"`
+	ID        string   `json:"id"`
+	Hash      string   `json:"hash"`
+	RootHash  string   `json:"root_hash"`
+	Label     string   `json:"label"`
+	ParentIDs []string `json:"parent_ids"`
+	// RecordIDs is [] for a ledger of no records; nil (left out of the
+	// JSON) only where a listing leaves record ids out on purpose (the
+	// session log: read the ledger for them).
+	RecordIDs   []string `json:"record_ids,omitzero"`
 	RecordCount int      `json:"record_count"`
 	CreatedAt   string   `json:"created_at"`
 	Signature   string   `json:"signature"`

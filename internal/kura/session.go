@@ -126,6 +126,9 @@ type TurnOpenInput struct {
 type MemoryRequest struct {
 	Query       string `json:"query"`
 	BudgetBytes int    `json:"budget_bytes"`
+	// MaxPerBucket keeps the first N items of each bucket (only use_now
+	// is packed): nil is no limit, 0 keeps none.
+	MaxPerBucket *int `json:"max_per_bucket,omitempty"`
 }
 
 // TurnClaim claims a turn for a worker.

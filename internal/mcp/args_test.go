@@ -119,7 +119,7 @@ func TestTools_SpecsMatchSchemas(t *testing.T) {
 			t.Errorf("tool %s twice", sp.name)
 		}
 		seen[sp.name] = true
-		tl := sp.tool()
+		tl := sp.tool(enumValues(Options{RecordTypes: kura.DefaultRecordTypes, NodeKinds: kura.NodeKinds}))
 		b, _ := json.Marshal(tl.InputSchema)
 		var in struct {
 			Properties map[string]any `json:"properties"`

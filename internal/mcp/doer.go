@@ -99,7 +99,7 @@ func outerHost(ctx context.Context) string {
 
 // HTTPOptions configure the Streamable HTTP handler.
 type HTTPOptions struct {
-	Version string
+	Options
 	// MaxBodyBytes bounds an MCP request. Tool arguments are API bodies, so
 	// kurad sets it above its API body limit, leaving that limit (and its
 	// too_large answer) to the API.
@@ -111,7 +111,7 @@ type HTTPOptions struct {
 // each tool call forwards to the API, so there is no session to hijack and
 // nothing to keep between requests.
 func NewHTTPHandler(d Doer, o HTTPOptions) http.Handler {
-	srv := NewServer(d, o.Version)
+	srv := NewServer(d, o.Options)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,

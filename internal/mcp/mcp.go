@@ -37,9 +37,20 @@ type Doer interface {
 // only protects against a misbehaving server or proxy.
 const maxAnswer = 64 << 20
 
+// Options configure an MCP server.
+type Options struct {
+	// Version is reported to clients.
+	Version string
+	// RecordTypes and NodeKinds are the vocabularies the API behind the
+	// server accepts (both are configurable); the input schemas list them
+	// as enums. Empty: not known, and the arguments are free strings.
+	RecordTypes, NodeKinds []string
+}
+
 // NewServer returns an MCP server whose tools and resources send their
-// requests through d. version is reported to clients.
-func NewServer(d Doer, version string) *sdk.Server {
+// requests through d.
+func NewServer(d Doer, o Options) *sdk.Server {
+	version := o.Version
 	if version == "" {
 		version = "dev"
 	}
@@ -49,9 +60,10 @@ func NewServer(d Doer, version string) *sdk.Server {
 			"admission-checked context bundles and knowledge bases. Tool errors carry Kura's error body " +
 			`{"error":{"code","message","details"}}`,
 	})
+	enums := enumValues(o)
 	for i := range tools {
 		sp := &tools[i]
-		s.AddTool(sp.tool(), func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		s.AddTool(sp.tool(enums), func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return callTool(ctx, d, sp, req)
 		})
 	}

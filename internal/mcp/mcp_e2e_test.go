@@ -322,11 +322,13 @@ func TestMCP_ToolsMatchHTTP(t *testing.T) {
 			tmpl = append(tmpl, rt.URITemplate)
 		}
 		slices.Sort(tmpl)
-		same(t, "resource templates", tmpl, []string{"kura://ledgers/{id}", "kura://records/{id}", "kura://scopes/{scope}/nodes/{ref}"})
-		// RFC 6570 expands {ref} = belief:b1 as belief%3Ab1.
+		same(t, "resource templates", tmpl, []string{"kura://ledgers/{id}", "kura://records/{id}", "kura://scopes/{scope}/nodes/{+ref}"})
+		// A ref is written as it is (RFC 6570's {+ref} keeps the colon),
+		// and its escaped form names the same node.
 		for _, tc := range []struct{ uri, path string }{
 			{"kura://records/" + recID, "/v1/records/" + recID},
 			{"kura://ledgers/" + outLedger, "/v1/ledgers/" + outLedger},
+			{"kura://scopes/hashi/nodes/belief:b1", "/v1/scopes/hashi/memory/nodes/belief:b1"},
 			{"kura://scopes/hashi/nodes/belief%3Ab1", "/v1/scopes/hashi/memory/nodes/belief:b1"},
 		} {
 			rr, err := m.cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: tc.uri})
@@ -340,9 +342,12 @@ func TestMCP_ToolsMatchHTTP(t *testing.T) {
 			}
 			same(t, tc.uri, decode(t, []byte(rr.Contents[0].Text)), api.json("GET", tc.path, ""))
 		}
-		_, err = m.cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: "kura://records/0193a1b2-0000-7000-8000-000000000000"})
-		if err == nil || !strings.Contains(err.Error(), "not found") {
-			t.Errorf("read a missing record: got %v, want resource not found", err)
+		for _, uri := range []string{"kura://records/0193a1b2-0000-7000-8000-000000000000",
+			"kura://scopes/hashi/nodes/belief:nope", "kura://scopes/hashi/nodes/belief:b1/more"} {
+			_, err = m.cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: uri})
+			if err == nil || !strings.Contains(err.Error(), "not found") {
+				t.Errorf("read %s: got %v, want resource not found", uri, err)
+			}
 		}
 	})
 }
@@ -488,7 +493,7 @@ func (h *headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func mcpHandler(api http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("POST /mcp", mcp.NewHTTPHandler(mcp.Local(func() http.Handler { return api }), mcp.HTTPOptions{Version: "test"}))
+	mux.Handle("POST /mcp", mcp.NewHTTPHandler(mcp.Local(func() http.Handler { return api }), mcp.HTTPOptions{Options: mcp.Options{Version: "test"}}))
 	return mux
 }
 

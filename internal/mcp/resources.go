@@ -38,8 +38,13 @@ var resources = []resource{
 		},
 	},
 	{
-		template: "kura://scopes/{scope}/nodes/{ref}", name: "memory-node", title: "Memory node",
-		description: "A memory node of a scope by ref (kind:id, its colon written %3A as the template expands it), as GET /v1/scopes/{scope}/memory/nodes/{ref} returns it.",
+		// {+ref}, RFC 6570's reserved expansion: a ref's colon is part of
+		// the URI as written (kura://scopes/s/nodes/fact:x); with {ref} the
+		// template would match only the escaped fact%3Ax, and a client
+		// reading the URI it was told about would be told it does not
+		// exist. Both spellings name the same node.
+		template: "kura://scopes/{scope}/nodes/{+ref}", name: "memory-node", title: "Memory node",
+		description: "A memory node of a scope by ref, kind:id (kura://scopes/hashi/nodes/fact:x; fact%3Ax works too), as GET /v1/scopes/{scope}/memory/nodes/{ref} returns it.",
 		route: func(seg []string) (string, bool) {
 			if len(seg) != 4 || seg[0] != "scopes" || seg[2] != "nodes" {
 				return "", false

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/kura-memory/kura/internal/admission"
@@ -49,11 +50,12 @@ func (sp *spec) pathArgs() []string {
 	return out
 }
 
-func (sp *spec) tool() *sdk.Tool {
+func (sp *spec) tool(enums map[string][]any) *sdk.Tool {
 	in, err := jsonschema.ForType(reflect.TypeOf(sp.args), &jsonschema.ForOptions{TypeSchemas: typeSchemas})
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", sp.name, err))
 	}
+	in = inputSchema(in, reflect.TypeOf(sp.args), enums)
 	t := &sdk.Tool{
 		Name:        sp.name,
 		Title:       sp.title,
@@ -75,6 +77,97 @@ func (sp *spec) tool() *sdk.Tool {
 		t.OutputSchema = openSchema(out)
 	}
 	return t
+}
+
+// Vocabulary names an argument's tag enum:"..." may take: the fixed value
+// sets of the API, and the configurable ones (record types, node kinds)
+// as the deployment has them.
+const (
+	enumRecordType = "record_type"
+	enumNodeKind   = "node_kind"
+	enumLifecycle  = "lifecycle"
+	enumAuthority  = "authority"
+	enumSourceType = "source_type"
+	enumDirection  = "direction"
+	enumTurnStatus = "turn_status"
+	enumOutcome    = "outcome"
+)
+
+// enumValues lists each vocabulary's values for the input schemas. A
+// configurable vocabulary that is not known (kura mcp could not ask
+// kurad) gets no enum: its arguments stay free strings, for the API to
+// judge, rather than lists that might refuse what the deployment accepts.
+func enumValues(o Options) map[string][]any {
+	m := map[string][]any{
+		enumLifecycle:  anys(kura.Lifecycles),
+		enumAuthority:  anys(kura.Authorities),
+		enumSourceType: anys(kura.SourceTypes),
+		enumDirection:  anys([]string{kura.DirectionBackward, kura.DirectionForward, kura.DirectionBoth}),
+		// What a client may close a turn with; timeout is kurad's alone.
+		enumTurnStatus: anys([]string{kura.TurnComplete, kura.TurnFailed}),
+		enumOutcome:    anys(kura.Outcomes),
+	}
+	if len(o.RecordTypes) > 0 {
+		m[enumRecordType] = anys(o.RecordTypes)
+	}
+	if len(o.NodeKinds) > 0 {
+		m[enumNodeKind] = anys(o.NodeKinds)
+	}
+	return m
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// inputSchema makes the schema jsonschema-go infers from an argument type
+// into what form-building clients (the MCP Inspector) and models read
+// well: every type is a single type, and the arguments tagged enum:"name"
+// list their values.
+//
+// jsonschema-go writes a pointer, slice or map as "type":["null",T], so
+// that a Go nil encodes valid. An argument is optional by being left out
+// of required, and a type list makes the Inspector fall back to a text
+// box, whose value it then sends as a string where an array, a number or
+// a boolean was meant.
+func inputSchema(s *jsonschema.Schema, t reflect.Type, enums map[string][]any) *jsonschema.Schema {
+	if s == nil {
+		return nil
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	inputSchema(s.Items, t, enums)
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Not == nil {
+		inputSchema(s.AdditionalProperties, t, enums)
+	}
+	if t.Kind() != reflect.Struct {
+		return s
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		p := s.Properties[name]
+		if p == nil {
+			continue
+		}
+		inputSchema(p, f.Type, enums)
+		if e, ok := f.Tag.Lookup("enum"); ok {
+			target := p
+			if p.Type == "array" {
+				target = p.Items
+			}
+			target.Enum = enums[e]
+		}
+	}
+	return s
 }
 
 // typeSchemas are the answer types whose JSON is not what their Go shape
@@ -113,7 +206,7 @@ func openSchema(s *jsonschema.Schema) *jsonschema.Schema {
 // decodes the body itself.
 type (
 	recordPutArgs struct {
-		Type     string            `json:"type" jsonschema:"record type: task.instruction, task.deliverable, agent.thought, agent.plan, tool.call, tool.result, memory.fact, memory.decision, sys.context, sys.error (or a type the deployment added)"`
+		Type     string            `json:"type" enum:"record_type" jsonschema:"record type: task.instruction, task.deliverable, agent.thought, agent.plan, tool.call, tool.result, memory.fact, memory.decision, sys.context, sys.error (or a type the deployment added)"`
 		Content  any               `json:"content" jsonschema:"any JSON value; tool.call is {tool_name, arguments, status: pending|success|error}, tool.result is {status, result?, error?}"`
 		AuthorID string            `json:"author_id" jsonschema:"who wrote it, kind:name with kind user, agent, tool or sys, e.g. agent:bmo; with a token, your own identity"`
 		Metadata map[string]string `json:"metadata,omitempty" jsonschema:"string to string labels, e.g. project_id"`
@@ -131,15 +224,16 @@ type (
 		Cursor    string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`
 	}
 	recordInput struct {
-		Type     string            `json:"type,omitempty" jsonschema:"record type"`
+		Type     string            `json:"type,omitempty" enum:"record_type" jsonschema:"record type (a new record)"`
 		Content  any               `json:"content,omitempty" jsonschema:"any JSON value"`
 		AuthorID string            `json:"author_id,omitempty" jsonschema:"author identity, e.g. user:oles"`
 		Metadata map[string]string `json:"metadata,omitempty" jsonschema:"string to string labels"`
 		RecordID string            `json:"record_id,omitempty" jsonschema:"an existing record's id, instead of a new record"`
 	}
 	memoryRequest struct {
-		Query       string `json:"query,omitempty" jsonschema:"words to rank the scope's memory by"`
-		BudgetBytes int    `json:"budget_bytes,omitempty" jsonschema:"byte budget of the packed memory"`
+		Query        string `json:"query,omitempty" jsonschema:"words to rank the scope's memory by"`
+		BudgetBytes  int    `json:"budget_bytes,omitempty" jsonschema:"byte budget of the packed memory"`
+		MaxPerBucket *int   `json:"max_per_bucket,omitempty" jsonschema:"keep at most this many items per bucket (0 keeps none; omitted: no limit)"`
 	}
 	turnOpenArgs struct {
 		SessionID       string         `json:"session_id" jsonschema:"the session to open a turn in (one open turn per session)"`
@@ -159,22 +253,22 @@ type (
 	turnCloseArgs struct {
 		TurnID  string `json:"turn_id" jsonschema:"the open turn"`
 		Epoch   *int64 `json:"epoch,omitempty" jsonschema:"the epoch of your claim, when the turn was claimed"`
-		Status  string `json:"status,omitempty" jsonschema:"complete (default) or failed"`
+		Status  string `json:"status,omitempty" enum:"turn_status" jsonschema:"complete (default) or failed"`
 		IdemKey string `json:"idempotency_key,omitempty" jsonschema:"a retry with the same key returns the first answer and writes nothing"`
 	}
 	memoryPutArgs struct {
 		Scope       string            `json:"scope" jsonschema:"the memory scope (a slug); nothing crosses scopes"`
-		Kind        string            `json:"kind" jsonschema:"episode, note, belief, value, goal, drive, relationship, fact, decision, preference, procedure, execution, claim, feedback or trace_pointer"`
+		Kind        string            `json:"kind" enum:"node_kind" jsonschema:"the node kind: episode, note, belief, value, goal, drive, relationship, fact, decision, preference, procedure, execution, claim, feedback or trace_pointer (or a kind the deployment added)"`
 		ID          string            `json:"id,omitempty" jsonschema:"node id (letters, digits, . _ -); omitted: a new UUIDv7. An existing id makes a new version"`
 		Title       *string           `json:"title,omitempty" jsonschema:"a short title (a title hit outranks a summary hit in search)"`
-		Summary     *string           `json:"summary,omitempty" jsonschema:"what the memory says"`
-		Lifecycle   *string           `json:"lifecycle,omitempty" jsonschema:"active, candidate (default), contested, suppressed, archived, retired, blocked or rehydrate_required"`
-		Authority   *string           `json:"authority,omitempty" jsonschema:"verified, trusted, advisory, unknown (default) or rejected"`
+		Summary     *string           `json:"summary,omitempty" jsonschema:"what the memory says; required for a new node (no id, or an id not yet written), optional for a new version of an existing one"`
+		Lifecycle   *string           `json:"lifecycle,omitempty" enum:"lifecycle" jsonschema:"active, candidate (default), contested, suppressed, archived, retired, blocked or rehydrate_required"`
+		Authority   *string           `json:"authority,omitempty" enum:"authority" jsonschema:"verified, trusted, advisory, unknown (default) or rejected"`
 		Confidence  *float64          `json:"confidence,omitempty" jsonschema:"0 to 1 (default 0.5)"`
 		TargetFiles []string          `json:"target_files,omitempty" jsonschema:"files the memory is about"`
 		PayloadRef  *string           `json:"payload_ref,omitempty" jsonschema:"where the full payload lives, for memory that must be rehydrated"`
 		Owner       *string           `json:"owner,omitempty" jsonschema:"an identity such as agent:bmo"`
-		SourceType  *string           `json:"source_type,omitempty" jsonschema:"direct_experience (default), promote, inference, told_by_agent, consolidation, revision or unknown"`
+		SourceType  *string           `json:"source_type,omitempty" enum:"source_type" jsonschema:"direct_experience (default), promote, inference, told_by_agent, consolidation, revision or unknown"`
 		DerivedFrom []string          `json:"derived_from,omitempty" jsonschema:"refs it derives from: record:<id> or nodes of this scope (kind:id)"`
 		Metadata    map[string]string `json:"metadata,omitempty" jsonschema:"string to string labels"`
 		Reason      string            `json:"reason,omitempty" jsonschema:"kept in the confidence history when confidence changes"`
@@ -183,9 +277,9 @@ type (
 	memorySearchArgs struct {
 		Scope         string   `json:"scope" jsonschema:"the memory scope"`
 		Q             string   `json:"q,omitempty" jsonschema:"query words, matched against title, summary, target files, id and metadata"`
-		Kind          string   `json:"kind,omitempty" jsonschema:"only this node kind"`
-		Lifecycle     string   `json:"lifecycle,omitempty" jsonschema:"only this lifecycle (active, candidate, ...)"`
-		Authority     string   `json:"authority,omitempty" jsonschema:"only this authority (verified, trusted, ...)"`
+		Kind          string   `json:"kind,omitempty" enum:"node_kind" jsonschema:"only this node kind"`
+		Lifecycle     string   `json:"lifecycle,omitempty" enum:"lifecycle" jsonschema:"only this lifecycle (active, candidate, ...)"`
+		Authority     string   `json:"authority,omitempty" enum:"authority" jsonschema:"only this authority (verified, trusted, ...)"`
 		TargetFile    string   `json:"target_file,omitempty" jsonschema:"only nodes about this file"`
 		Owner         string   `json:"owner,omitempty" jsonschema:"only nodes owned by this identity"`
 		MinConfidence *float64 `json:"min_confidence,omitempty" jsonschema:"only nodes with at least this confidence (0 to 1)"`
@@ -194,7 +288,7 @@ type (
 	memoryTraceArgs struct {
 		Scope     string `json:"scope" jsonschema:"the memory scope"`
 		Ref       string `json:"ref" jsonschema:"a node ref kind:id (e.g. belief:b1) or record:<id>"`
-		Direction string `json:"direction,omitempty" jsonschema:"backward (where it came from), forward (what derives from it) or both (default)"`
+		Direction string `json:"direction,omitempty" enum:"direction" jsonschema:"backward (where it came from), forward (what derives from it) or both (default)"`
 		Depth     int    `json:"depth,omitempty" jsonschema:"1 to 10 (default 3)"`
 	}
 	evidenceArgs struct {
@@ -207,8 +301,8 @@ type (
 		BudgetBytes  int      `json:"budget_bytes,omitempty" jsonschema:"byte budget of the bundle's items (budget is accepted as its alias)"`
 		Budget       int      `json:"budget,omitempty" jsonschema:"alias of budget_bytes"`
 		TargetFiles  []string `json:"target_files,omitempty" jsonschema:"rank memory about these files first"`
-		Kinds        []string `json:"kinds,omitempty" jsonschema:"only these node kinds"`
-		MaxPerBucket int      `json:"max_per_bucket,omitempty" jsonschema:"keep at most this many items per bucket"`
+		Kinds        []string `json:"kinds,omitempty" enum:"node_kind" jsonschema:"only these node kinds"`
+		MaxPerBucket *int     `json:"max_per_bucket,omitempty" jsonschema:"keep at most this many items per bucket (0 keeps none; omitted: no limit)"`
 		AsOf         string   `json:"as_of,omitempty" jsonschema:"RFC 3339 time: compile the memory as it was then"`
 		Redact       *bool    `json:"redact,omitempty" jsonschema:"replace secret-like strings by [REDACTED] (default true)"`
 		IdemKey      string   `json:"idempotency_key,omitempty" jsonschema:"a retry with the same key returns the first answer and writes nothing"`
@@ -223,7 +317,7 @@ type (
 		KB         string   `json:"kb" jsonschema:"the knowledge base name (a slug)"`
 		Scope      string   `json:"scope,omitempty" jsonschema:"the knowledge base scope (default: the default scope)"`
 		Identifier string   `json:"identifier" jsonschema:"the entry's identifier (up to 512 characters); an existing one is replaced by a new version"`
-		Keys       []string `json:"keys" jsonschema:"up to 32 keys of up to 128 characters"`
+		Keys       []string `json:"keys,omitempty" jsonschema:"up to 32 keys of up to 128 characters (default none)"`
 		Value      string   `json:"value" jsonschema:"the entry's text (up to 65536 characters)"`
 		IdemKey    string   `json:"idempotency_key,omitempty" jsonschema:"a retry with the same key returns the first answer and writes nothing"`
 	}

@@ -24,6 +24,15 @@ const (
 	MaxPerBucketCap = 100000
 )
 
+// validMaxPerBucket checks a max_per_bucket: absent (no limit), or 0 (keep
+// none) to MaxPerBucketCap.
+func validMaxPerBucket(field string, m *int) error {
+	if m != nil && (*m < 0 || *m > MaxPerBucketCap) {
+		return kura.Invalid(field, "max_per_bucket must be 0 (keep none) to %d; leave it out for no limit", MaxPerBucketCap)
+	}
+	return nil
+}
+
 // validateCompile checks a request and returns its as_of (now when absent)
 // and whether it was asked for.
 func (db *DB) validateCompile(req *admission.Request) (string, bool, error) {
@@ -38,8 +47,8 @@ func (db *DB) validateCompile(req *admission.Request) (string, bool, error) {
 			return "", false, kura.Invalid("kinds", "unknown node kind %q", k).WithDetail("allowed", db.nodeKinds())
 		}
 	}
-	if req.MaxPerBucket < 0 || req.MaxPerBucket > MaxPerBucketCap {
-		return "", false, kura.Invalid("max_per_bucket", "max_per_bucket must be 0 (no limit) to %d", MaxPerBucketCap)
+	if err := validMaxPerBucket("max_per_bucket", req.MaxPerBucket); err != nil {
+		return "", false, err
 	}
 	if req.BudgetBytes < 0 || req.BudgetBytes > MaxBudgetBytes {
 		return "", false, kura.Invalid("budget_bytes", "budget_bytes must be 0 (no limit) to %d", MaxBudgetBytes)

@@ -183,7 +183,7 @@ func TestContext_BadRequests(t *testing.T) {
 		field string
 	}{
 		{admission.Request{Kinds: []string{"vibe"}}, "kinds"},
-		{admission.Request{MaxPerBucket: -1}, "max_per_bucket"},
+		{admission.Request{MaxPerBucket: new(-1)}, "max_per_bucket"},
 		{admission.Request{BudgetBytes: -5}, "budget_bytes"},
 		{admission.Request{AsOf: "yesterday"}, "as_of"},
 		{admission.Request{Query: strings.Repeat("q", 1025)}, "query"},

@@ -741,7 +741,10 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string, by kura.Wri
 	if err != nil {
 		return nil, err
 	}
-	if err := tx.AddEvent("turn.complete", s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "output_ledger_id": l.ID, "head_hash": headHash}); err != nil {
+	// status tells a subscriber how the turn ended (complete, failed or
+	// timeout) without fetching it: a failure is what a watcher acts on.
+	if err := tx.AddEvent("turn.complete", s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "output_ledger_id": l.ID,
+		"head_hash": headHash, "status": status}); err != nil {
 		return nil, err
 	}
 	t, err = tx.turn(id)
@@ -808,7 +811,10 @@ func (db *DB) turnMemory(ctx context.Context, sessionID string, m *kura.MemoryRe
 	if m.BudgetBytes < 0 || m.BudgetBytes > MaxBudgetBytes {
 		return nil, nil, kura.Invalid("memory.budget_bytes", "budget_bytes must be 0 (no limit) to %d", MaxBudgetBytes)
 	}
-	b, err := db.compile(ctx, s.Scope, &admission.Request{Query: m.Query, BudgetBytes: m.BudgetBytes})
+	if err := validMaxPerBucket("memory.max_per_bucket", m.MaxPerBucket); err != nil {
+		return nil, nil, err
+	}
+	b, err := db.compile(ctx, s.Scope, &admission.Request{Query: m.Query, BudgetBytes: m.BudgetBytes, MaxPerBucket: m.MaxPerBucket})
 	if err != nil {
 		return nil, nil, err
 	}
