@@ -248,10 +248,13 @@ func TestCommandFlags(t *testing.T) {
 	}
 }
 
-// TestCommandTable checks that every subcommand's group exists only as a
-// group (a command named "turn" would hide "turn open") and that names are
-// unique.
+// TestCommandTable checks that names are unique and that a group is a
+// command of its own only where that cannot hide a subcommand: run takes the
+// word after "ledger" as a subcommand whenever one has that name, which is
+// safe because "ledger"'s own argument is a ledger id (a UUID), never "new".
+// Another such command needs the same argument, and a place here.
 func TestCommandTable(t *testing.T) {
+	commandGroups := map[string]bool{"ledger": true}
 	seen := map[string]bool{}
 	for _, c := range commandTable() {
 		if seen[c.name] {
@@ -259,7 +262,7 @@ func TestCommandTable(t *testing.T) {
 		}
 		seen[c.name] = true
 		if group, _, ok := strings.Cut(c.name, " "); ok {
-			if _, clash := lookupCommand(group); clash {
+			if _, clash := lookupCommand(group); clash && !commandGroups[group] {
 				t.Errorf("%q is both a command and the group of %q", group, c.name)
 			}
 		}

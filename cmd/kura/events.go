@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ const (
 )
 
 func setupEvents(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
-	after := fs.Int64("after", 0, "only events with a seq greater than `N`")
+	after := fs.Int64("after", 0, "only events with a seq greater than `N` (with --follow the default is the last committed one: 0 replays the log from the start)")
 	limit := fs.Int("limit", 0, "at most `N` events (default: the server's, 100); with --follow, how many kurad reads at a time")
 	var types listFlag
 	fs.Var(&types, "type", "only events of type `T` (repeatable, or comma-separated)")
@@ -43,6 +44,23 @@ func setupEvents(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			}
 		}
 		if *followFlag {
+			if !visited(fs)["after"] {
+				// Following means what happens from now on, as tail -f
+				// does; replaying a long history first buries it. A feed
+				// page after the largest seq there can be is empty at once
+				// and carries last_seq, and kurad checks the filters on
+				// the way, so a bad --type fails before the notice.
+				probe := q
+				probe.After, probe.Limit = math.MaxInt64, 1
+				p, err := c.client.Events(ctx, probe)
+				if err != nil {
+					return err
+				}
+				q.After = p.LastSeq
+				// On stderr, so that stdout stays one line per event; it
+				// also tells a reader from which seq nothing is missed.
+				fmt.Fprintf(c.stderr, "following events after seq %d (--after 0 replays them from the start)\n", q.After)
+			}
 			return c.followEvents(ctx, q)
 		}
 		var raw json.RawMessage

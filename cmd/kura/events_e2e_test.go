@@ -189,7 +189,7 @@ func TestE2E_EventsFollow(t *testing.T) {
 	want := putRecords(t, c, "alpha", 2)
 	putRecords(t, c, "beta", 1)
 
-	f := startFollow(url, "--json", "--project", "alpha")
+	f := startFollow(url, "--json", "--project", "alpha", "--after", "0")
 	recordIDs(t, f.waitLines(t, 2))
 	want = append(want, putRecords(t, c, "alpha", 2)...)
 	putRecords(t, c, "beta", 1)
@@ -238,7 +238,7 @@ func TestE2E_EventsFollowRestart(t *testing.T) {
 	c := client.New(d.BaseURL())
 	want := putRecords(t, c, "default", 2)
 
-	f := startFollow(d.BaseURL(), "--json", "--type", "record.written")
+	f := startFollow(d.BaseURL(), "--json", "--type", "record.written", "--after", "0")
 	f.waitLines(t, 2)
 	if err := d.Close(context.Background()); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,13 @@ import (
 func setupLedger(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 	hydrate := fs.Bool("records", false, "show the records themselves, not only their ids")
 	return func(ctx context.Context, c *cli, args []string) error {
+		// "kura ledger nwe <record-id>" is a mistyped subcommand, not a
+		// bad ledger id.
+		if len(args) > 0 && !kura.ValidID(trimRef(args[0], "ledger")) {
+			if s := suggest(args[0], subcommandNames("ledger")); s != "" {
+				return usagef("%q is not a ledger id: did you mean \"ledger %s\"?", args[0], s)
+			}
+		}
 		if len(args) != 1 {
 			return usagef("ledger takes one ledger id")
 		}
@@ -45,30 +52,65 @@ func setupLedger(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			}{raw, recs})
 		}
 
-		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "ledger\t%s\n", l.ID)
-		fmt.Fprintf(tw, "label\t%s\n", l.Label)
-		fmt.Fprintf(tw, "created\t%s\n", l.CreatedAt)
-		fmt.Fprintf(tw, "hash\t%s\n", l.Hash)
-		fmt.Fprintf(tw, "root hash\t%s\n", l.RootHash)
-		fmt.Fprintf(tw, "parents\t%s\n", orNone(strings.Join(l.ParentIDs, " ")))
-		fmt.Fprintf(tw, "signature\t%s\n", orNone(l.Signature))
-		fmt.Fprintf(tw, "records\t%d\n", l.RecordCount)
-		if err := tw.Flush(); err != nil {
+		return printLedger(c, l, recs, *hydrate)
+	}
+}
+
+// printLedger prints a ledger's fields, then its record ids (with hydrate,
+// the records recs).
+func printLedger(c *cli, l *client.Ledger, recs []client.Record, hydrate bool) error {
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "ledger\t%s\n", l.ID)
+	fmt.Fprintf(tw, "label\t%s\n", l.Label)
+	fmt.Fprintf(tw, "created\t%s\n", l.CreatedAt)
+	fmt.Fprintf(tw, "hash\t%s\n", l.Hash)
+	fmt.Fprintf(tw, "root hash\t%s\n", l.RootHash)
+	fmt.Fprintf(tw, "parents\t%s\n", orNone(strings.Join(l.ParentIDs, " ")))
+	fmt.Fprintf(tw, "signature\t%s\n", orNone(l.Signature))
+	fmt.Fprintf(tw, "records\t%d\n", l.RecordCount)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	if hydrate {
+		for i := range recs {
+			r := &recs[i]
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", i, r.ID, r.Type, r.AuthorID, oneLine(r, 80))
+		}
+	} else {
+		for i, rid := range l.RecordIDs {
+			fmt.Fprintf(tw, "  %d\t%s\n", i, rid)
+		}
+	}
+	return tw.Flush()
+}
+
+func setupLedgerNew(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+	label := fs.String("label", "", "the ledger's `label` (at most 256 bytes)")
+	var parents listFlag
+	fs.Var(&parents, "parent", "a parent ledger `ID` (repeatable: a merge has several)")
+	idem := idempotencyFlag(fs)
+	return func(ctx context.Context, c *cli, args []string) error {
+		if len(args) == 0 && len(parents) == 0 {
+			return usagef("ledger new takes the ids of the records to seal, in order (or a --parent)")
+		}
+		in := client.LedgerInput{Label: *label, RecordIDs: make([]string, len(args)), ParentIDs: make([]string, len(parents))}
+		for i, a := range args {
+			in.RecordIDs[i] = trimRef(a, "record")
+		}
+		for i, p := range parents {
+			in.ParentIDs[i] = trimRef(p, "ledger")
+		}
+		var raw json.RawMessage
+		l, err := c.client.CreateLedger(client.WithRawResponse(idem(ctx), &raw), in)
+		if err != nil {
 			return err
 		}
-		tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		if *hydrate {
-			for i := range recs {
-				r := &recs[i]
-				fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", i, r.ID, r.Type, r.AuthorID, oneLine(r, 80))
-			}
-		} else {
-			for i, rid := range l.RecordIDs {
-				fmt.Fprintf(tw, "  %d\t%s\n", i, rid)
-			}
+		if c.json {
+			return c.printRaw(raw)
 		}
-		return tw.Flush()
+		fmt.Fprintf(c.stdout, "created ledger %s\n", l.ID)
+		return printLedger(c, l, nil, false)
 	}
 }
 

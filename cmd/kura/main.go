@@ -6,6 +6,7 @@
 // Usage:
 //
 //	kura [--json] [--url URL] <command> [arguments and flags]
+//	kura --version
 //
 // KURA_URL (default http://127.0.0.1:7700) names the daemon and KURA_TOKEN
 // carries the bearer token. Run "kura help" for the commands.
@@ -19,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -84,6 +86,7 @@ func commandTable() []command {
 		{"show", "<record-id | record-hash>", "show a record", setupShow},
 		{"redact", "<record> --reason R", "drop a record's content for good (admin); its hashes stay and every ledger still verifies", setupRedact},
 		{"ledger", "<ledger-id> [--records]", "show a ledger and its record ids (--records: the records)", setupLedger},
+		{"ledger new", "[--label L] [--parent ID]... <record-id>...", "seal a new signed ledger over existing records, in the order given", setupLedgerNew},
 		{"verify", "<ledger | session> [--local] [--expect-head-hash H] | --pubkey KEY <export-file | ->", "verify a ledger or a session's chain (--pubkey: an export, offline); exit 1 when it does not verify", setupVerify},
 		{"diff", "<ledger-a> <ledger-b>", "records added and removed from ledger a to ledger b", setupDiff},
 		{"log", "<session> [--limit N]", "list a session's ledgers from its head, following first parents", setupLog},
@@ -122,7 +125,7 @@ func commandTable() []command {
 		{"token new", "[--identity agent:x] [--role reader|writer|admin] [--scopes a,b|*] [--projects p|*]", "print a fresh random token once and the tokens file line holding its SHA-256", setupTokenNew},
 		{"export", "<session> --format=git|jsonl [--out FILE]", "export a session's ledgers and records as a git fast-import stream or JSON lines", setupExport},
 		{"import", "[FILE | -]", "import a JSON lines export (kura export --format=jsonl) into kurad", setupImport},
-		{"events", "[--after N] [--limit N] [--type T]... [--project P] [--follow]", "list events after a seq, or follow them as they commit (--follow)", setupEvents},
+		{"events", "[--after N] [--limit N] [--type T]... [--project P] [--follow]", "list events after a seq, or follow them as they commit (--follow: from now on unless --after is given)", setupEvents},
 		{"backup", "[<dir>]", "make kurad write a consistent snapshot and a signed manifest into a new directory inside its backup directory (--backup-dir): dir, relative to it or absolute inside it, or one named from the time", setupBackup},
 		{"restore", "<backup-dir> --data-dir DIR [--key-file F | --public-key K] [--force]", "check a backup, restore it into a stopped kurad's data directory and verify every session and ledger", setupRestore},
 		{"compact-events", "<before-seq>", "remove published events older than a seq from the event log; verification does not depend on them", setupCompactEvents},
@@ -198,6 +201,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	globals := flag.NewFlagSet("kura", flag.ContinueOnError)
 	g.register(globals)
 	name, rest := splitCommand(globals, args)
+	if name == "" && hasVersionFlag(args) {
+		// "kura --version", as kurad has it: the version command, with
+		// whatever global flags came along (--json).
+		name, rest = "version", withoutVersionFlag(args)
+	}
 	if name == "" {
 		// "kura --help" asks for help; "kura" or "kura --json" is a mistake.
 		for _, a := range args {
@@ -210,26 +218,31 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 	cmd, ok := lookupCommand(name)
-	if !ok && len(groupCommands(name)) > 0 {
+	if len(groupCommands(name)) > 0 {
+		// A group ("turn"), or a command that also has subcommands
+		// ("ledger <id>" and "ledger new"): the next word picks the
+		// subcommand when it names one, else a command stays itself.
 		group := name
-		var sub string
-		sub, rest = splitCommand(globals, rest)
-		if sub == "" {
-			for _, a := range rest {
-				if a == "-h" || a == "-help" || a == "--help" {
-					printGroupUsage(stdout, group)
-					return exitOK
+		sub, subRest := splitCommand(globals, rest)
+		if sc, found := lookupCommand(group + " " + sub); sub != "" && found {
+			cmd, ok, name, rest = sc, true, group+" "+sub, subRest
+		} else if !ok {
+			if sub == "" {
+				for _, a := range rest {
+					if a == "-h" || a == "-help" || a == "--help" {
+						printGroupUsage(stdout, group)
+						return exitOK
+					}
 				}
+				fmt.Fprintf(stderr, "kura %s: a command is required\n", group)
+				printGroupUsage(stderr, group)
+				return exitUsage
 			}
-			fmt.Fprintf(stderr, "kura %s: a command is required\n", group)
-			printGroupUsage(stderr, group)
-			return exitUsage
+			name = group + " " + sub
 		}
-		name = group + " " + sub
-		cmd, ok = lookupCommand(name)
 	}
 	if !ok {
-		fmt.Fprintf(stderr, "kura: unknown command %q; run 'kura help'\n", name)
+		fmt.Fprintf(stderr, "kura: %s\n", unknownCommand(name))
 		return exitUsage
 	}
 
@@ -262,12 +275,37 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		opts = append(opts, client.WithToken(tok))
 	}
 	c := &cli{client: client.New(base, opts...), stdin: stdin, stdout: stdout, stderr: stderr, json: g.json}
-	return reportError(stderr, cmd, runCmd(ctx, c, fs.Args()))
+	return reportError(stderr, cmd, c.client.BaseURL(), runCmd(ctx, c, fs.Args()))
+}
+
+// hasVersionFlag reports whether args hold --version (or -version) before
+// any "--".
+func hasVersionFlag(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "-version" || a == "--version" {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutVersionFlag(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if a != "-version" && a != "--version" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // reportError prints err the way the CLI contract says and returns the exit
-// code: "kura: <code>: <message>" for the server's errors.
-func reportError(stderr io.Writer, cmd command, err error) int {
+// code: "kura: <code>: <message>" for the server's errors. base is the URL
+// the command talked to, for a kurad it could not reach.
+func reportError(stderr io.Writer, cmd command, base string, err error) int {
 	if err == nil {
 		return exitOK
 	}
@@ -287,10 +325,32 @@ func reportError(stderr io.Writer, cmd command, err error) int {
 			fmt.Fprintf(stderr, "kura: details: %s\n", b)
 		}
 		return exitFail
+	case unreachable(err) != "":
+		fmt.Fprintf(stderr, "kura: cannot reach kurad at %s (%s): is kurad running? (KURA_URL or --url sets the address)\n", base, unreachable(err))
+		return exitFail
 	default:
 		fmt.Fprintf(stderr, "kura: %v\n", err)
 		return exitFail
 	}
+}
+
+// unreachable says why no connection to kurad could be made ("connection
+// refused"), or "" when err is not that. A refused connection is what a
+// newcomer sees first, before kurad is started, and the transport's own
+// words ("dial tcp 127.0.0.1:7700: connect: ...") do not say what to do.
+func unreachable(err error) string {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return "connection refused"
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" && oe.Err != nil {
+		var dns *net.DNSError
+		if errors.As(oe.Err, &dns) {
+			return "cannot resolve " + dns.Name
+		}
+		return oe.Err.Error()
+	}
+	return ""
 }
 
 func printUsage(w io.Writer) {
@@ -309,6 +369,7 @@ commands:
 global flags (before or after the command):
   --json      print the server's JSON answer, indented
   --url URL   kurad base URL
+  --version   print the version of this kura (as kura version)
 
 environment:
   KURA_URL    kurad base URL (default `+client.DefaultURL+`)
@@ -321,7 +382,13 @@ Run 'kura help <command>' for a command's flags.
 }
 
 func printCommandUsage(w io.Writer, cmd command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: kura %s %s\n\n%s\n\nflags:\n", cmd.name, cmd.args, cmd.summary)
+	fmt.Fprintf(w, "usage: kura %s %s\n", cmd.name, cmd.args)
+	// A command that is also a group ("ledger" and "ledger new") shows
+	// its subcommands' synopses too, or they are found only by luck.
+	for _, sc := range groupCommands(cmd.name) {
+		fmt.Fprintf(w, "       kura %s %s\n", sc.name, sc.args)
+	}
+	fmt.Fprintf(w, "\n%s\n\nflags:\n", cmd.summary)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
@@ -341,7 +408,7 @@ func setupHelp(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 				return nil
 			}
 			if !ok {
-				return usagef("unknown command %q", name)
+				return usagef("%s", unknownCommand(name))
 			}
 			cfs := flag.NewFlagSet("kura "+cmd.name, flag.ContinueOnError)
 			var g globalFlags

@@ -62,12 +62,24 @@ func TestRun_CommandLine(t *testing.T) {
 		{"DanglingFlag", []string{"put", "--type"}, exitUsage, "", "flag needs an argument: --type"},
 		{"Version", []string{"version"}, exitOK, "kura ", ""},
 		{"VersionJSON", []string{"version", "--json"}, exitOK, `"version"`, ""},
+		{"VersionFlag", []string{"--version"}, exitOK, "kura ", ""},
+		{"VersionFlagSingleDash", []string{"-version"}, exitOK, "kura ", ""},
+		{"VersionFlagJSON", []string{"--json", "--version"}, exitOK, `"version"`, ""},
+		{"MistypedCommand", []string{"sessoin", "list"}, exitUsage, "", `kura: unknown command "sessoin": did you mean "session"?`},
+		{"MistypedCommandPrefix", []string{"mem", "list", "hashi"}, exitUsage, "", `did you mean "memory"?`},
+		{"MistypedSubcommand", []string{"turn", "opne", "s", "--instruction", "x"}, exitUsage, "", `kura: unknown command "turn opne": did you mean "turn open"?`},
+		{"MistypedSubcommandAfterFlag", []string{"--json", "session", "lsit"}, exitUsage, "", `did you mean "session list"?`},
+		{"HelpMistyped", []string{"help", "sessoin"}, exitUsage, "", `did you mean "session"?`},
+		{"LedgerNewNothing", []string{"ledger", "new", "--label", "x"}, exitUsage, "", "ledger new takes the ids of the records"},
+		{"LedgerNewDanglingParent", []string{"ledger", "new", "r", "--parent"}, exitUsage, "", "flag needs an argument: --parent"},
+		{"LedgerMistypedNew", []string{"ledger", "nwe", "r1"}, exitUsage, "", `"nwe" is not a ledger id: did you mean "ledger new"?`},
+		{"HelpLedgerShowsNew", []string{"help", "ledger"}, exitOK, "kura ledger new [--label L]", ""},
 		{"ShowNoID", []string{"show"}, exitUsage, "", "show takes one record id"},
 		{"ShowTwoIDs", []string{"show", "a", "b"}, exitUsage, "", "show takes one record id"},
 		{"LedgerNoID", []string{"ledger", "--records"}, exitUsage, "", "ledger takes one ledger id"},
 		{"VerifyNoID", []string{"--json", "verify"}, exitUsage, "", "verify takes one ledger or session"},
 		{"VerifyTwoIDs", []string{"verify", "a", "b"}, exitUsage, "", "verify takes one ledger or session"},
-		{"VerifySessionAsks", []string{"verify", "session:x"}, exitFail, "", "kura: verify session: "},
+		{"VerifySessionAsks", []string{"verify", "session:x"}, exitFail, "", "kura: cannot reach kurad at "},
 		{"VerifyBadExpect", []string{"verify", "session:x", "--expect-head-hash", "abc"}, exitUsage, "", "is not a hex SHA-256"},
 		{"LogNoSession", []string{"log"}, exitUsage, "", "log takes one session"},
 		{"LogNegativeLimit", []string{"log", "s", "--limit", "-1"}, exitUsage, "", "--limit must not be negative"},
@@ -118,7 +130,9 @@ func TestRun_CommandLine(t *testing.T) {
 		{"PutExtraArg", []string{"put", "x"}, exitUsage, "", `unexpected argument "x"`},
 		{"PutBadMeta", []string{"put", "--meta", "novalue"}, exitUsage, "", "is not key=value"},
 		{"PutStdinNotObject", []string{"put", "-"}, exitUsage, "", "not a record input object"},
-		{"Unreachable", []string{"info"}, exitFail, "", "kura: info: "},
+		{"Unreachable", []string{"info"}, exitFail, "", "kura: cannot reach kurad at " + url + " (connection refused): is kurad running? (KURA_URL or --url sets the address)\n"},
+		{"UnreachableRead", []string{"show", "01a1fdca-0000-7000-8000-000000000000"}, exitFail, "", "kura: cannot reach kurad at " + url + " (connection refused)"},
+		{"UnreachableFollow", []string{"events", "--follow"}, exitFail, "", "kura: cannot reach kurad at " + url + " (connection refused)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,6 +155,74 @@ func TestRun_URLFlagBeatsEnvironment(t *testing.T) {
 	_, errOut, code := runKura(t, "http://127.0.0.1:1", nil, "info", "--url", flagURL)
 	if code != exitFail || !strings.Contains(errOut, strings.TrimPrefix(flagURL, "http://")) {
 		t.Errorf("got exit %d, stderr %q, want a failure naming %s", code, errOut, flagURL)
+	}
+}
+
+func TestRun_UnknownHostUnreachable(t *testing.T) {
+	// .invalid never resolves (RFC 2606), so the lookup fails fast, offline.
+	_, errOut, code := runKura(t, "http://kurad.invalid:7700", nil, "info")
+	want := "kura: cannot reach kurad at http://kurad.invalid:7700 (cannot resolve kurad.invalid)"
+	if code != exitFail || !strings.HasPrefix(errOut, want) {
+		t.Errorf("got exit %d, stderr %q, want 1 and %q", code, errOut, want)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"", "abc", 3},
+		{"abc", "", 3},
+		{"session", "session", 0},
+		{"sessoin", "session", 1}, // one swap
+		{"opne", "open", 1},
+		{"sesion", "session", 1}, // one insertion
+		{"sessionn", "session", 1},
+		{"sessian", "session", 1}, // one substitution
+		{"ca", "abc", 3},          // a swap is not followed by an edit of the swapped pair
+		{"kitten", "sitting", 3},
+		{"tunr", "turn", 1},
+		{"ünïcode", "unicode", 2}, // characters, not bytes
+	}
+	for _, tt := range tests {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q): got %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+		if got := editDistance(tt.b, tt.a); got != tt.want {
+			t.Errorf("editDistance(%q, %q): got %d, want %d (symmetric)", tt.b, tt.a, got, tt.want)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	top := topLevelNames()
+	tests := []struct {
+		word       string
+		candidates []string
+		want       string
+	}{
+		{"sessoin", top, "session"},
+		{"sesion", top, "session"},
+		{"verfy", top, "verify"},
+		{"evnets", top, "events"},
+		{"shwo", top, "show"},
+		{"mem", top, "memory"}, // the only command it begins
+		{"s", top, ""},         // begins several: no guess
+		{"frobnicate", top, ""},
+		{"xyz", top, ""},
+		{"opne", subcommandNames("turn"), "open"},
+		{"clsoe", subcommandNames("turn"), "close"},
+		{"lsit", subcommandNames("session"), "list"},
+		{"nwe", subcommandNames("ledger"), "new"},
+		{"frob", subcommandNames("turn"), ""},
+		{"", top, ""},
+	}
+	for _, tt := range tests {
+		if got := suggest(tt.word, tt.candidates); got != tt.want {
+			t.Errorf("suggest(%q): got %q, want %q", tt.word, got, tt.want)
+		}
 	}
 }
 

@@ -46,7 +46,26 @@ func (c *cli) session(ctx context.Context, arg string, raw *json.RawMessage) (*c
 	if err != nil {
 		return nil, err
 	}
-	return c.client.GetSession(client.WithRawResponse(ctx, raw), id)
+	s, err := c.client.GetSession(client.WithRawResponse(ctx, raw), id)
+	if err != nil {
+		return nil, c.notASession(ctx, id, err)
+	}
+	return s, nil
+}
+
+// notASession turns the not_found of a session id that is a ledger's into a
+// usage error saying so and what to run instead: ledgers come first in the
+// README, so "kura log <ledger-id>" is a newcomer's natural mistake, and a
+// bare not_found leaves them thinking the ledger is gone. Any other error,
+// and an id that is no ledger's either, is returned as it is.
+func (c *cli) notASession(ctx context.Context, id string, err error) error {
+	if !client.IsCode(err, client.ENotFound) || !kura.ValidID(id) {
+		return err
+	}
+	if _, lerr := c.client.GetLedger(ctx, id); lerr != nil {
+		return err
+	}
+	return usagef("%s is a ledger, not a session: run 'kura ledger %s' to see it (--records for its records), or 'kura session list' to find a session", id, id)
 }
 
 // idempotencyFlag registers --idempotency-key on a write command and returns
@@ -74,7 +93,7 @@ func setupLog(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		var raw json.RawMessage
 		ls, err := c.client.SessionLog(client.WithRawResponse(ctx, &raw), id, *limit)
 		if err != nil {
-			return err
+			return c.notASession(ctx, id, err)
 		}
 		if c.json {
 			return c.printRaw(raw)
@@ -209,7 +228,7 @@ func setupSessionReflog(fs *flag.FlagSet) func(context.Context, *cli, []string) 
 		var raw json.RawMessage
 		entries, err := c.client.Reflog(client.WithRawResponse(ctx, &raw), id)
 		if err != nil {
-			return err
+			return c.notASession(ctx, id, err)
 		}
 		if c.json {
 			return c.printRaw(raw)

@@ -88,7 +88,7 @@ func (s *Server) handleRecordList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f.AuthorID != "" && !kura.ValidAuthorID(f.AuthorID) {
-		s.writeError(w, r, kura.Invalid("author_id", "author_id must match ^(user|agent|tool|sys):[A-Za-z0-9._-]{1,64}$"))
+		s.writeError(w, r, kura.CheckAuthorID("author_id", f.AuthorID, "the author to list"))
 		return
 	}
 	if c := q.Get("cursor"); c != "" {

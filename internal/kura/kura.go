@@ -42,6 +42,24 @@ var (
 // ValidAuthorID reports whether s is an author id such as "agent:bmo".
 func ValidAuthorID(s string) bool { return authorRE.MatchString(s) }
 
+// authorIDForm explains an author id to someone who has not met one; the
+// pattern alone reads as noise to a newcomer.
+const authorIDForm = "kind:name with kind user, agent, tool or sys (e.g. agent:bmo)"
+
+// CheckAuthorID returns nil when s is an author id, else an invalid_argument
+// naming field that says first whether the id is missing or malformed, then
+// what one looks like. who says what the id stands for ("who wrote the
+// record").
+func CheckAuthorID(field, s, who string) error {
+	switch {
+	case s == "":
+		return Invalid(field, "author_id is required: %s, as %s", who, authorIDForm)
+	case !ValidAuthorID(s):
+		return Invalid(field, "author_id must be %s, matching ^(user|agent|tool|sys):[A-Za-z0-9._-]{1,64}$", authorIDForm)
+	}
+	return nil
+}
+
 // ValidSlug reports whether s is a project, name or scope slug.
 func ValidSlug(s string) bool { return slugRE.MatchString(s) }
 

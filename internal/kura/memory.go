@@ -361,8 +361,8 @@ func (in *FeedbackInput) Validate(kinds []string) error {
 	if len(in.Note) > MaxSummary {
 		return Invalid("note", "note is longer than %d bytes", MaxSummary)
 	}
-	if !ValidAuthorID(in.AuthorID) {
-		return Invalid("author_id", "author_id must be an identity such as agent:bmo")
+	if err := CheckAuthorID("author_id", in.AuthorID, "who reports the outcome"); err != nil {
+		return err
 	}
 	return nil
 }

@@ -172,10 +172,12 @@ func (in *RecordInput) ValidateEnvelope(v *Vocabulary, field string) error {
 		return Invalid(field+"type", "type is required")
 	}
 	if !v.Has(in.Type) {
-		return Invalid(field+"type", "unknown record type %q", in.Type).WithDetail("allowed", v.Types())
+		// The vocabulary is kurad's configuration, not a fixed list: say
+		// so, or a newcomer with a type of their own thinks it impossible.
+		return Invalid(field+"type", "unknown record type %q: the accepted types are in details.allowed (and GET /v1/info record_types); kurad accepts more when started with KURA_RECORD_TYPES (flag --record-types)", in.Type).WithDetail("allowed", v.Types())
 	}
-	if !ValidAuthorID(in.AuthorID) {
-		return Invalid(field+"author_id", "author_id must match ^(user|agent|tool|sys):[A-Za-z0-9._-]{1,64}$")
+	if err := CheckAuthorID(field+"author_id", in.AuthorID, "who wrote the record"); err != nil {
+		return err
 	}
 	if len(in.Metadata) > MaxMetadataEntries {
 		return Invalid(field+"metadata", "metadata has %d entries, at most %d allowed", len(in.Metadata), MaxMetadataEntries)

@@ -235,6 +235,74 @@ func TestRecordInput_ValidateUnknownTypeListsAllowed(t *testing.T) {
 	})
 }
 
+// TestRecordInput_ValidateMessages pins what a newcomer reads: a missing
+// author_id is called required before the form is shown, a malformed one
+// gets the form in words and the pattern, and an unknown type says the
+// vocabulary is configurable and by what.
+func TestRecordInput_ValidateMessages(t *testing.T) {
+	vocab := kura.NewVocabulary()
+	tests := []struct {
+		name      string
+		in        kura.RecordInput
+		wantField string
+		wantStart string   // the message starts with this
+		wantAlso  []string // and contains these
+	}{
+		{"AuthorMissing", kura.RecordInput{Type: "agent.thought", Content: json.RawMessage(`1`)}, "records[3].author_id",
+			"author_id is required: who wrote the record, as kind:name with kind user, agent, tool or sys (e.g. agent:bmo)", nil},
+		{"AuthorBadKind", kura.RecordInput{Type: "agent.thought", Content: json.RawMessage(`1`), AuthorID: "robot:x"}, "records[3].author_id",
+			"author_id must be kind:name with kind user, agent, tool or sys (e.g. agent:bmo)", []string{"^(user|agent|tool|sys):[A-Za-z0-9._-]{1,64}$"}},
+		{"AuthorNoName", kura.RecordInput{Type: "agent.thought", Content: json.RawMessage(`1`), AuthorID: "agent:"}, "records[3].author_id",
+			"author_id must be kind:name", nil},
+		{"UnknownType", kura.RecordInput{Type: "agent.dream", Content: json.RawMessage(`1`), AuthorID: "agent:bmo"}, "records[3].type",
+			`unknown record type "agent.dream"`, []string{"details.allowed", "KURA_RECORD_TYPES", "--record-types"}},
+		{"TypeMissing", kura.RecordInput{Content: json.RawMessage(`1`), AuthorID: "agent:bmo"}, "records[3].type",
+			"type is required", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.in.Validate(vocab, "records[3].")
+			code, field := fieldOf(t, err)
+			if code != kura.EInvalid || field != tt.wantField {
+				t.Errorf("got %s on %q, want %s on %q", code, field, kura.EInvalid, tt.wantField)
+			}
+			msg := kura.ErrorMessage(err)
+			if !strings.HasPrefix(msg, tt.wantStart) {
+				t.Errorf("got message %q, want it to start with %q", msg, tt.wantStart)
+			}
+			for _, w := range tt.wantAlso {
+				if !strings.Contains(msg, w) {
+					t.Errorf("got message %q, want it to contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckAuthorID(t *testing.T) {
+	tests := []struct {
+		in, wantStart string // wantStart "" means valid
+	}{
+		{"agent:bmo", ""},
+		{"user:oles", ""},
+		{"tool:gh", ""},
+		{"sys:kurad", ""},
+		{"", "author_id is required: who gives feedback, as kind:name"},
+		{"bmo", "author_id must be kind:name"},
+		{"Agent:bmo", "author_id must be kind:name"},
+		{"agent:" + strings.Repeat("a", 65), "author_id must be kind:name"},
+	}
+	for _, tt := range tests {
+		err := kura.CheckAuthorID("author_id", tt.in, "who gives feedback")
+		switch {
+		case tt.wantStart == "" && err != nil:
+			t.Errorf("CheckAuthorID(%q): got %v, want nil", tt.in, err)
+		case tt.wantStart != "" && (err == nil || !strings.HasPrefix(kura.ErrorMessage(err), tt.wantStart)):
+			t.Errorf("CheckAuthorID(%q): got %v, want a message starting %q", tt.in, err, tt.wantStart)
+		}
+	}
+}
+
 func TestVocabulary(t *testing.T) {
 	tests := []struct {
 		name  string
