@@ -167,35 +167,6 @@ func TestRun_UnknownHostUnreachable(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0},
-		{"", "abc", 3},
-		{"abc", "", 3},
-		{"session", "session", 0},
-		{"sessoin", "session", 1}, // one swap
-		{"opne", "open", 1},
-		{"sesion", "session", 1}, // one insertion
-		{"sessionn", "session", 1},
-		{"sessian", "session", 1}, // one substitution
-		{"ca", "abc", 3},          // a swap is not followed by an edit of the swapped pair
-		{"kitten", "sitting", 3},
-		{"tunr", "turn", 1},
-		{"ünïcode", "unicode", 2}, // characters, not bytes
-	}
-	for _, tt := range tests {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q): got %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-		if got := editDistance(tt.b, tt.a); got != tt.want {
-			t.Errorf("editDistance(%q, %q): got %d, want %d (symmetric)", tt.b, tt.a, got, tt.want)
-		}
-	}
-}
-
 func TestSuggest(t *testing.T) {
 	top := topLevelNames()
 	tests := []struct {

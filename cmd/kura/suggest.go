@@ -3,37 +3,9 @@ package main
 import (
 	"fmt"
 	"strings"
-)
 
-// editDistance is the optimal string alignment distance between a and b:
-// the fewest insertions, deletions, substitutions and swaps of two adjacent
-// characters that turn one into the other. Swaps count once because
-// "sessoin" is the typo people make, and Levenshtein would call it two.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	// d[i][j] is the distance between ra[:i] and rb[:j]; three rows suffice.
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
-}
+	"github.com/kura-memory/kura/internal/recall"
+)
 
 // suggest returns the candidate a mistyped word most likely meant, or ""
 // when none is close: the only candidate it is a prefix of ("mem" for
@@ -59,7 +31,7 @@ func suggest(word string, candidates []string) string {
 	}
 	best, bestDist := "", limit+1
 	for _, c := range candidates {
-		if d := editDistance(word, c); d < bestDist {
+		if d := recall.EditDistance(word, c); d < bestDist {
 			best, bestDist = c, d
 		}
 	}
