@@ -214,10 +214,10 @@ var kbAliases = map[string]map[string][]string{
 		"tracing sample rate":   {"trace sampling rate", "tracing sample rate", "sampling rate for traces"},
 	},
 	"proc": {
-		"rotate the database credentials":              {"rotate the database credentials", "rotate the db password", "change the database password"},
-		"restart the workers safely":                   {"restart the workers safely", "restart the workers", "bounce the workers"},
-		"fail over to the secondary region":            {"fail over to the secondary region", "fail over to another region", "do a region failover"},
-		"replay the dead-letter queue":                 {"replay the dead-letter queue", "reprocess failed jobs", "replay the dlq"},
+		"rotate the database credentials":   {"rotate the database credentials", "rotate the db password", "change the database password"},
+		"restart the workers safely":        {"restart the workers safely", "restart the workers", "bounce the workers"},
+		"fail over to the secondary region": {"fail over to the secondary region", "fail over to another region", "do a region failover"},
+		"replay the dead-letter queue":      {"replay the dead-letter queue", "reprocess failed jobs", "replay the dlq"},
 	},
 	"team": {
 		"Machine Learning": {"ml", "machine learning"}, "Developer Experience": {"devex", "developer experience", "dx"},

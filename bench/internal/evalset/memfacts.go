@@ -49,7 +49,7 @@ type draw struct {
 	synonym bool
 }
 
-func (d *draw) set(k, v string)           { d.v[k] = v }
+func (d *draw) set(k, v string)            { d.v[k] = v }
 func (d *draw) pick(k string, xs []string) { d.v[k] = pick(d.r, xs) }
 
 // tuple sets keys from one random row of rows.
