@@ -491,6 +491,7 @@ func spawnKurad(bin, dataDir, logPath string) (*kuradProc, time.Time, error) {
 	// poll must not read the previous start's address before that.
 	_ = os.Remove(filepath.Join(dataDir, "kurad.addr"))
 	cmd := exec.Command(bin, "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0")
+	cmd.Env = kuradEnv(nil)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	t0 := time.Now()
