@@ -216,7 +216,7 @@ func (b *bench) resourcesPhase(ctx context.Context) (*PhaseResult, error) {
 	res := &PhaseResult{
 		Title:     "kurad binary size, start-to-ready, idle RSS, RSS under batch_1000's load",
 		Metric:    "ms",
-		LatencyOf: "start-to-ready (exec → first GET /readyz 200), every start of both kinds; RSS and size in the resources section",
+		LatencyOf: "start-to-ready (exec → first GET /readyz 200), every start of every kind; RSS and size in the resources section",
 		DataDir:   fmt.Sprintf("a fresh data dir per start, one data dir of %s records and one of %s memory nodes, each started %d times; a fresh one for the ingest load", thousands(resDataRecords), thousands(float64(b.resNodes())), n),
 		Params: map[string]any{
 			"starts_per_kind":     n,
