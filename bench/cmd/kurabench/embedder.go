@@ -275,7 +275,8 @@ var errNoEmbedder = errors.New("kurad made no request to the embeddings endpoint
 // nodes of its data dir: the endpoint has served at least nodes inputs and
 // then nothing for a second, or served some and then nothing for quiet
 // (kurad may skip texts it embedded before or deduplicate equal texts, so
-// the count alone cannot be the signal). No request within firstWithin of
+// the count alone cannot be the signal; short of half the nodes, six times
+// quiet). No request within firstWithin of
 // the start means kurad has no embedder support: errNoEmbedder.
 func (b *bench) waitEmbedded(ctx context.Context, k *kuradProc, e *embedServer, nodes int, firstWithin, quiet, limit time.Duration) (*embedProgress, error) {
 	start := time.Now()
@@ -297,7 +298,9 @@ func (b *bench) waitEmbedded(ctx context.Context, k *kuradProc, e *embedServer, 
 		case s.Requests > 0 && s.Inputs >= int64(nodes) && idle > time.Second:
 			p.Complete = true
 			return p, nil
-		case s.Requests > 0 && idle > quiet:
+		case s.Requests > 0 && idle > quiet && (s.Inputs >= int64(nodes)/2 || idle > 6*quiet):
+			// Short of half the nodes, a pause may be the worker's own
+			// (a batch interval): it gets six times as long.
 			return p, nil
 		case time.Since(start) > limit:
 			return p, fmt.Errorf("kurad was still embedding after %s: %d of %d inputs", limit, s.Inputs, nodes)

@@ -154,6 +154,32 @@ func TestWaitEmbedded(t *testing.T) {
 			t.Errorf("got %+v, %v; want complete after 20 inputs in 5 requests", p, err)
 		}
 	})
+	// Fewer inputs than nodes (kurad embeds equal texts once): done when
+	// the requests stop, not complete; short of half the nodes, only after
+	// six times as long a pause.
+	for _, tt := range []struct {
+		name  string
+		nodes int
+		least time.Duration
+	}{{"Partial", 6, 500 * time.Millisecond}, {"FarShort", 100, 3 * time.Second}} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := startEmbedServer("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			resp, err := http.Post(e.URL(), "application/json", strings.NewReader(`{"input":["a","b","c","d"]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			t0 := time.Now()
+			p, err := b.waitEmbedded(context.Background(), k, e, tt.nodes, 5*time.Second, 500*time.Millisecond, 20*time.Second)
+			if err != nil || p.Complete || p.Inputs != 4 || time.Since(t0) < tt.least-200*time.Millisecond {
+				t.Errorf("got %+v, %v after %s; want 4 inputs, not complete, after at least %s", p, err, time.Since(t0), tt.least)
+			}
+		})
+	}
 	t.Run("KuradExited", func(t *testing.T) {
 		e, err := startEmbedServer("")
 		if err != nil {
