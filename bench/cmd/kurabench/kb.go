@@ -17,17 +17,19 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
-// Knowledge-base targets (issue 7).
+// Knowledge-base targets (issues 7 and 18).
 const (
-	kbUpsertTarget   = 5000 // entries/s upserted in batches of 1,000
-	kbQueryP99Target = 5.0  // ms, identifier and key queries on 100,000 entries
+	kbUpsertTarget   = 8000 // entries/s upserted in batches of 1,000 (issue 18; issue 7 asked 5,000)
+	kbQueryP99Target = 5.0  // ms, identifier, key and lookup queries on 100,000 entries
 	kbPerBatch       = kura.MaxKBBatch
 	kbName           = "bench"
 )
 
-// kbOps are the timed query kinds; lookup (the model-facing text answer)
-// is reported beside them, without a target of its own.
-var kbOps = []string{"identifier", "key", "lookup"}
+// kbOps are the timed query kinds: the spec's strict queries, lookup with
+// a product and a kind (the words of an identifier), lookup_question with
+// a question in a model's words (issue 18), and search, the ranked JSON
+// route, with the same questions when kurad serves it.
+var kbOps = []string{"identifier", "key", "lookup", "lookup_question", "search"}
 
 // kbSizes are the phase sizes: entries in the queried knowledge base,
 // batch requests per upsert run, timed queries per kind.
@@ -130,6 +132,8 @@ func (c *kbCorpus) query(rng *rand.Rand, op string) string {
 		return e.Keys[rng.IntN(len(e.Keys))]
 	case "lookup":
 		return name + " " + kind
+	case "lookup_question", "search":
+		return c.question(rng, e)
 	}
 	switch rng.IntN(4) {
 	case 0:
@@ -141,6 +145,25 @@ func (c *kbCorpus) query(rng *rand.Rand, op string) string {
 	default:
 		return name + " " + strings.Fields(place)[0]
 	}
+}
+
+// question asks about an entry the way a model does: lowercase, with
+// function words, its kind in the singular or the plural, the place
+// shortened or left out.
+func (c *kbCorpus) question(rng *rand.Rand, e *kura.KBEntryInput) string {
+	name, kind, place := strings.ToLower(e.Keys[0]), strings.ToLower(e.Keys[1]), strings.ToLower(e.Keys[2])
+	if rng.IntN(2) == 0 {
+		kind = strings.TrimSuffix(kind, "s")
+	}
+	short := strings.Fields(place)[0]
+	return fmt.Sprintf([]string{
+		"what are the %[1]s %[2]s on %[3]s?",
+		"where can i find the %[2]s for %[1]s",
+		"%[1]s %[2]s %[4]s",
+		"how do i get the %[2]s of %[1]s in %[3]s?",
+		"%[1]s %[2]s?",
+		"what is the latest %[2]s for %[1]s on %[4]s",
+	}[rng.IntN(6)], name, kind, place, short)
 }
 
 // bodies splits entries into batch request bodies.
@@ -287,9 +310,9 @@ func (b *bench) kbUpsertPhase(ctx context.Context) (*PhaseResult, error) {
 func (b *bench) kbQueryPhase(ctx context.Context) (*PhaseResult, error) {
 	n, _, queries := b.kbSizes()
 	res := &PhaseResult{
-		Title:     fmt.Sprintf("GET /v1/kb/{kb}/entries and /lookup on %d entries", n),
+		Title:     fmt.Sprintf("GET /v1/kb/{kb}/entries, /lookup and /search on %d entries", n),
 		Metric:    "ms",
-		LatencyOf: "one query (identifier words, one key, or a lookup), default page of 100",
+		LatencyOf: "one query (identifier words, one key, a lookup of a product and a kind or of a question, a search of a question), default page of 100 (search: 10)",
 		DataDir:   "one fresh kurad data dir, filled through PUT .../entries/batch",
 		Params:    map[string]any{"entries": n, "queries_per_kind": queries, "clients": 1},
 	}
@@ -320,6 +343,8 @@ func (b *bench) kbQueryPhase(ctx context.Context) (*PhaseResult, error) {
 			u = "/entries?identifier=" + url.QueryEscape(q)
 		case "key":
 			u = "/entries?key=" + url.QueryEscape(q)
+		case "search":
+			u = "/search?limit=10&q=" + url.QueryEscape(q)
 		default:
 			u = "/lookup?q=" + url.QueryEscape(q)
 		}
@@ -364,13 +389,22 @@ func (b *bench) kbQueryPhase(ctx context.Context) (*PhaseResult, error) {
 		}
 	}
 
+	// The ranked search route is new in issue 18: a kurad without it is
+	// measured without that kind.
+	ops := kbOps
+	if _, st, body, err := ask("search", "probe"); err == nil && (st == http.StatusNotFound || st == http.StatusMethodNotAllowed) {
+		ops = kbOps[:len(kbOps)-1]
+		res.Notes = append(res.Notes, fmt.Sprintf("kurad does not serve GET /v1/kb/{kb}/search (HTTP %d): search not measured", st))
+	} else if err != nil || st != http.StatusOK {
+		return res, fmt.Errorf("GET /v1/kb/{kb}/search: %v %w", err, httpError("GET /v1/kb/{kb}/search", st, body))
+	}
 	lat := map[string][]time.Duration{}
 	var every []time.Duration
 	cpu := startCPU(k.pid())
 	start := time.Now()
 	errs, first := 0, ""
-	for i := 0; i < queries*len(kbOps) && ctx.Err() == nil; i++ {
-		op := kbOps[i%len(kbOps)]
+	for i := 0; i < queries*len(ops) && ctx.Err() == nil; i++ {
+		op := ops[i%len(ops)]
 		q := corpus.query(rng, op)
 		t0 := time.Now()
 		u, st, body, err := ask(op, q)
@@ -388,13 +422,13 @@ func (b *bench) kbQueryPhase(ctx context.Context) (*PhaseResult, error) {
 	elapsed := time.Since(start)
 	res.CPU = *cpu.stop()
 	res.Ops = map[string]OpLatency{}
-	for _, op := range kbOps {
+	for _, op := range ops {
 		res.Ops[op] = OpLatency{N: len(lat[op]), P50ms: round(percentile(lat[op], 0.50)), P99ms: round(percentile(lat[op], 0.99))}
 	}
 	res.Runs = append(res.Runs, Run{Requests: len(every), Errors: errs, Seconds: round(elapsed.Seconds()),
 		Ms: round(percentile(every, 0.50)), P50ms: round(percentile(every, 0.50)), P99ms: round(percentile(every, 0.99)), FirstError: first})
 	res.summarizeLatency(every)
-	b.logf("kb queries: identifier p99 %.2f ms, key p99 %.2f ms, lookup p99 %.2f ms", res.Ops["identifier"].P99ms, res.Ops["key"].P99ms, res.Ops["lookup"].P99ms)
+	b.logf("kb queries: identifier p99 %.2f ms, key p99 %.2f ms, lookup p99 %.2f ms, lookup_question p99 %.2f ms", res.Ops["identifier"].P99ms, res.Ops["key"].P99ms, res.Ops["lookup"].P99ms, res.Ops["lookup_question"].P99ms)
 	return res, res.runErrors()
 }
 
@@ -406,7 +440,7 @@ func judgeKB(b *bench) {
 	}
 	if r := b.result("kb_query"); r != nil && r.Error == "" {
 		n, _, _ := b.kbSizes()
-		for _, op := range kbOps[:2] {
+		for _, op := range kbOps[:4] {
 			if o, ok := r.Ops[op]; ok {
 				r.Targets = append(r.Targets, Target{Short: op + " p99≤5ms", Text: fmt.Sprintf("%s query p99 on %d entries ≤ 5 ms", op, n),
 					Op: "<=", Want: kbQueryP99Target, Got: o.P99ms, Pass: o.P99ms <= kbQueryP99Target})

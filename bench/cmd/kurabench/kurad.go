@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,6 +92,32 @@ func (b *bench) startKurad(ctx context.Context, name string, extra ...string) (*
 // data dir through the store first (see memdata.go), then measure kurad on
 // it. The log goes to logPath.
 func (b *bench) startKuradDir(ctx context.Context, dataDir, logPath string, extra ...string) (*kuradProc, error) {
+	return b.startKuradEnv(ctx, dataDir, logPath, nil, extra...)
+}
+
+// embedderEnv are the variables that give kurad an embeddings endpoint.
+// kurad's environment never carries them from the bench's own (kuradEnv):
+// a shell that happens to set KURA_EMBEDDER_URL would otherwise have every
+// phase's kurad embedding in the background, and the ingest and latency
+// figures would measure that too. Only the phases that measure embeddings
+// set them, pointing at an endpoint the bench runs (embedder.go).
+var embedderEnv = []string{"KURA_EMBEDDER_URL", "KURA_EMBEDDER_MODEL", "KURA_EMBEDDER_TOKEN"}
+
+// kuradEnv is the bench's environment without embedderEnv, plus env.
+func kuradEnv(env []string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(embedderEnv, name) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, env...)
+}
+
+// startKuradEnv is startKuradDir with env (NAME=value) added to kurad's
+// environment.
+func (b *bench) startKuradEnv(ctx context.Context, dataDir, logPath string, env []string, extra ...string) (*kuradProc, error) {
 	// The log sits beside the data dir, not in it, so kurad finds exactly
 	// the directory a first start (or the store build) left.
 	logf, err := os.Create(logPath)
@@ -99,6 +126,7 @@ func (b *bench) startKuradDir(ctx context.Context, dataDir, logPath string, extr
 	}
 	args := append([]string{"--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(b.kurad, args...)
+	cmd.Env = kuradEnv(env)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group: a Ctrl-C on the terminal reaches the bench,
 	// which then stops kurad with SIGTERM like any other end of a phase.

@@ -25,6 +25,10 @@
 //	context_10k, context_100k      POST .../context/preview and /compile on 10,000 and 100,000 nodes
 //	kb_upsert                      PUT /v1/kb/{kb}/entries/batch, 1,000 entries a request (a tenth replacing)
 //	kb_query                       identifier, key and lookup queries on a 100,000-entry knowledge base
+//	recall_memory                  memory search recall@1/5/10 on the bench's conversation set, beside Okapi BM25 (recall.go)
+//	recall_kb                      knowledge-base lookup (and search) hit@1/5 on natural questions, beside Okapi BM25
+//	search_lexical_100k            lexical memory search on 100,000 dialog turns, natural questions (speed.go)
+//	search_hybrid_100k             hybrid search on the same, with a stand-in embedder (embedder.go), query embedding excluded
 //	resources                      binary size, start-to-ready, idle RSS and RSS under batch_1000's load (resources.go)
 //
 // Every kurad phase starts its own kurad on a fresh data directory, so no
@@ -96,6 +100,11 @@ type config struct {
 	ctxBigK        int // timed previews, and compiles, in context_100k
 
 	reqTimeout time.Duration // per HTTP request
+
+	// embedderURL, when set, is a real OpenAI-compatible embeddings
+	// endpoint recall_memory also asks through (mode=hybrid).
+	embedderURL   string
+	embedderModel string
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -109,6 +118,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.strict, "strict", false, "exit 2 when a target is missed (phase errors always exit 1)")
 	fs.BoolVar(&c.verbose, "v", false, "print progress of every run")
 	fs.IntVar(&c.batchCli, "batch-clients", 2, "concurrent clients in the batch phase")
+	fs.StringVar(&c.embedderURL, "embedder-url", "", "an OpenAI-compatible /v1/embeddings endpoint (Ollama, llama.cpp, vLLM, OpenAI): recall_memory also measures mode=hybrid with it (KURA_EMBEDDER_TOKEN is passed on)")
+	fs.StringVar(&c.embedderModel, "embedder-model", "", "the model kurad asks -embedder-url for (KURA_EMBEDDER_MODEL; empty: kurad's default)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -176,6 +187,8 @@ type bench struct {
 	selected map[string]bool
 	// mem is the data dir the memory read phases share (memdata.go).
 	mem *memData
+	// speed is the data dir the search speed phases share (speed.go).
+	speed *speedData
 }
 
 // phase is one measured thing. run returns its result; an error means the
@@ -209,6 +222,10 @@ var phases = []phase{
 	}},
 	{"kb_upsert", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.kbUpsertPhase(ctx) }},
 	{"kb_query", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.kbQueryPhase(ctx) }},
+	{"recall_memory", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.recallMemoryPhase(ctx) }},
+	{"recall_kb", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.recallKBPhase(ctx) }},
+	{"search_lexical_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.searchLexicalPhase(ctx) }},
+	{"search_hybrid_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.searchHybridPhase(ctx) }},
 	{"resources", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.resourcesPhase(ctx) }},
 }
 

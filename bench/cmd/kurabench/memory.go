@@ -27,10 +27,10 @@ import (
 // The issue's targets on the 2-core box.
 const (
 	traceDepth     = 3
-	traceP99Target = 10.0   // ms, trace depth 3, any graph size
-	derivedTarget  = 100.0  // ms for 10,000 descendants
-	searchTarget   = 20.0   // ms p99 over a 100,000-node scope
-	ingestTarget   = 5000.0 // nodes/s through POST .../memory/nodes/batch
+	traceP99Target = 10.0    // ms, trace depth 3, any graph size
+	derivedTarget  = 100.0   // ms for 10,000 descendants
+	searchTarget   = 20.0    // ms p99 over a 100,000-node scope
+	ingestTarget   = 10000.0 // nodes/s through POST .../memory/nodes/batch (issue 18; issue 5 asked 5,000)
 )
 
 // startMemKurad starts kurad on the shared data dir for one phase.
@@ -593,7 +593,7 @@ func checkSearch(body []byte, q string) (int, error) {
 	var out struct {
 		Results []struct {
 			Ref     string              `json:"ref"`
-			Score   int                 `json:"score"`
+			Score   float64             `json:"score"`
 			Reasons []kura.SearchReason `json:"reasons"`
 		} `json:"results"`
 	}
@@ -606,7 +606,7 @@ func checkSearch(body []byte, q string) (int, error) {
 	}
 	for i, x := range out.Results {
 		if !strings.Contains(x.Ref, ":s") || x.Score <= 0 || len(x.Reasons) == 0 || (i > 0 && x.Score > out.Results[i-1].Score) {
-			return len(out.Results), fmt.Errorf("search %q: result %d (%s, score %d, %d reasons) is not a scored hit in order", q, i, x.Ref, x.Score, len(x.Reasons))
+			return len(out.Results), fmt.Errorf("search %q: result %d (%s, score %v, %d reasons) is not a scored hit in order", q, i, x.Ref, x.Score, len(x.Reasons))
 		}
 	}
 	return len(out.Results), nil

@@ -58,6 +58,9 @@ type PhaseResult struct {
 
 	// Resources holds the resources phase's figures (resources.go).
 	Resources *Resources `json:"resources,omitempty"`
+
+	// Recall holds a recall phase's figures (recall.go).
+	Recall *RecallResult `json:"recall,omitempty"`
 }
 
 // Run is one timed run of a phase.
@@ -100,6 +103,10 @@ type Target struct {
 	Got   float64 `json:"got"`
 	Ratio float64 `json:"ratio,omitempty"` // got / reference, for targets relative to a raw baseline
 	Pass  bool    `json:"pass"`
+	// Unit is "" for rates and milliseconds, "fraction" for recall and hit
+	// rates (Ref is then the baseline's figure), "count" for counts.
+	Unit string  `json:"unit,omitempty"`
+	Ref  float64 `json:"ref,omitempty"`
 }
 
 func (r *PhaseResult) summarizeThroughput() {
@@ -198,6 +205,8 @@ func judge(b *bench) {
 	judgeMemory(b)
 	judgeKB(b)
 	judgeResources(b)
+	judgeRecall(b)
+	judgeSpeed(b)
 	for _, r := range b.results {
 		if len(r.Targets) == 0 {
 			continue
@@ -233,8 +242,11 @@ func printTable(w io.Writer, rep *Report) {
 			continue
 		}
 		median := thousands(r.Median)
-		if r.Metric == "ms" {
+		switch {
+		case r.Metric == "ms":
 			median = strconv.FormatFloat(r.Median, 'f', 2, 64)
+		case r.Recall != nil:
+			median = strconv.FormatFloat(r.Median, 'f', 3, 64)
 		}
 		cpuK := pct(r.CPU.KuradShare)
 		if strings.HasPrefix(r.Name, "raw_") {
@@ -258,7 +270,12 @@ func printTable(w io.Writer, rep *Report) {
 	for _, r := range rep.Phases {
 		for _, t := range r.Targets {
 			got := strconv.FormatFloat(t.Got, 'f', 2, 64)
-			if t.Ratio != 0 {
+			switch {
+			case t.Unit == "fraction":
+				got = fmt.Sprintf("%.3f = %.2f × baseline", t.Got, t.Ratio)
+			case t.Unit == "count":
+				got = thousands(t.Got)
+			case t.Ratio != 0:
 				got = fmt.Sprintf("%s/s = %.1f%%", thousands(t.Got), t.Ratio*100)
 			}
 			fmt.Fprintf(tw, "  %s\t%s\tgot %s\t%s\n", r.Name, t.Text, got, passText(t.Pass))
@@ -278,6 +295,8 @@ func printTable(w io.Writer, rep *Report) {
 	printMemory(w, rep)
 	printKB(w, rep)
 	printResources(w, rep)
+	printRecall(w, rep)
+	printSpeed(w, rep)
 
 	for _, r := range rep.Phases {
 		if r.Error != "" || len(r.Notes) > 0 {
