@@ -95,6 +95,7 @@ type DB struct {
 	kbPostings postingCache         // copies of large postings (kbcache.go)
 	kbLoads    sync.WaitGroup       // background readers of postings
 	scopes     scopeCache           // the last read of compiled scopes (context_cache.go)
+	vocab      vocabCache           // the search index's terms, for misspelt words (typo.go)
 	lastSeq    atomic.Int64
 	counts     struct{ records, ledgers, events atomic.Int64 }
 	hookMu     sync.Mutex
@@ -401,6 +402,7 @@ func (db *DB) Close(ctx context.Context) error {
 	db.mu.Unlock()
 	close(db.quit)
 	db.kbLoads.Wait()
+	db.vocab.wg.Wait()
 	<-db.sweepDone
 	select {
 	case <-db.done:

@@ -1,0 +1,380 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/recall"
+)
+
+// The words a misspelt query word may have meant are the terms the search
+// index holds (node_fts_vocab, stemmed as the index stems them). Reading
+// them from the index costs in proportion to the postings read, not the
+// terms: on 100,000 nodes the terms of one first letter took ~15 ms, too
+// slow for a fallback that runs on every query word the scope lacks. So
+// the first lookup reads the whole vocabulary once (~0.3 s on 100,000
+// nodes) into a compact copy, bucketed so a lookup compares a word with
+// ~1,000 terms, not all of them. The copy is refreshed when the index has
+// changed since: at once when reading it is cheap (a small store), else in
+// the background, at most once per ten times its last read took, so
+// refreshing costs at most a tenth of a core. Until kurad is asked to
+// correct a word, no copy exists (idle memory stays small).
+
+// vocabTerm is one term of the copy and the number of nodes holding it.
+type vocabTerm struct {
+	term string
+	docs int32
+}
+
+// vocabKey buckets terms by a rune at one end and their length in runes:
+// a word within two edits of a term has the term's first or last rune
+// unless both ends were mistyped.
+type vocabKey struct {
+	r    rune
+	last bool
+	n    int
+}
+
+type vocabSnap struct {
+	seq     int64 // the last event seq the index had when read
+	took    time.Duration
+	at      time.Time
+	terms   []vocabTerm
+	buckets map[vocabKey][]int32
+}
+
+type vocabCache struct {
+	mu      sync.Mutex
+	snap    *vocabSnap
+	loading bool
+	wg      sync.WaitGroup
+}
+
+// syncVocabBuild: a read that took less than this is redone at once when
+// the index changed; a longer one is redone in the background.
+const syncVocabBuild = 20 * time.Millisecond
+
+// vocabulary returns the copy of the index's terms, reading or refreshing
+// it as the rules above say. It never fails a search: a copy that cannot be
+// read leaves the fallback without suggestions (and the log says why).
+func (db *DB) vocabulary(ctx context.Context) *vocabSnap {
+	c := &db.vocab
+	seq := db.lastSeq.Load()
+	c.mu.Lock()
+	s := c.snap
+	stale := s == nil || s.seq < seq
+	if !stale {
+		c.mu.Unlock()
+		return s
+	}
+	if s != nil && (s.took >= syncVocabBuild || c.loading) {
+		if !c.loading && time.Since(s.at) >= 10*s.took {
+			db.mu.RLock()
+			closed := db.closed
+			if !closed {
+				c.loading = true
+				c.wg.Add(1)
+			}
+			db.mu.RUnlock()
+			if !closed {
+				go func() {
+					defer c.wg.Done()
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					db.loadVocabulary(ctx)
+				}()
+			}
+		}
+		c.mu.Unlock()
+		return s
+	}
+	c.loading = true
+	c.mu.Unlock()
+	return db.loadVocabulary(ctx)
+}
+
+// loadVocabulary reads the index's terms into a new copy and keeps it.
+func (db *DB) loadVocabulary(ctx context.Context) *vocabSnap {
+	c := &db.vocab
+	defer func() {
+		c.mu.Lock()
+		c.loading = false
+		c.mu.Unlock()
+	}()
+	start := time.Now()
+	// The seq is read before the terms: a write committed in between makes
+	// the copy look older than it is, never newer.
+	seq := db.lastSeq.Load()
+	s, err := readVocabulary(ctx, db.rdb)
+	if err != nil {
+		db.log.Warn("reading the search vocabulary for misspelt words", "err", err)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.snap
+	}
+	s.seq, s.at, s.took = seq, time.Now(), time.Since(start)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap == nil || c.snap.seq <= s.seq {
+		c.snap = s
+	}
+	return c.snap
+}
+
+// readVocabulary reads the terms a word may be corrected to: of four runes
+// or more (shorter words are never corrected) and without digits (a number
+// one digit off is another number).
+func readVocabulary(ctx context.Context, q *sql.DB) (*vocabSnap, error) {
+	rows, err := q.QueryContext(ctx, "SELECT term, doc FROM node_fts_vocab")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	s := &vocabSnap{buckets: map[vocabKey][]int32{}}
+	for rows.Next() {
+		var t vocabTerm
+		if err := rows.Scan(&t.term, &t.docs); err != nil {
+			return nil, err
+		}
+		n := utf8.RuneCountInString(t.term)
+		if n < 4 || n > 64 || hasDigit(t.term) {
+			continue
+		}
+		i := int32(len(s.terms))
+		s.terms = append(s.terms, t)
+		first, _ := utf8.DecodeRuneInString(t.term)
+		last, _ := utf8.DecodeLastRuneInString(t.term)
+		s.buckets[vocabKey{first, false, n}] = append(s.buckets[vocabKey{first, false, n}], i)
+		s.buckets[vocabKey{last, true, n}] = append(s.buckets[vocabKey{last, true, n}], i)
+	}
+	return s, rows.Err()
+}
+
+func hasDigit(s string) bool {
+	for _, r := range s {
+		if unicode.IsDigit(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// near returns up to max terms within recall.MaxEdits of token (a stemmed
+// token, as the index holds its terms), other than token itself: the
+// closest first, then the more common, then in byte order.
+func (s *vocabSnap) near(token string, max int) []vocabTerm {
+	n := utf8.RuneCountInString(token)
+	k := recall.MaxEdits(n)
+	if k == 0 || s == nil {
+		return nil
+	}
+	first, _ := utf8.DecodeRuneInString(token)
+	last, _ := utf8.DecodeLastRuneInString(token)
+	type cand struct {
+		vocabTerm
+		d int
+	}
+	var cands []cand
+	seen := map[int32]bool{}
+	for l := n - k; l <= n+k; l++ {
+		for _, key := range []vocabKey{{first, false, l}, {last, true, l}} {
+			for _, i := range s.buckets[key] {
+				if seen[i] {
+					continue
+				}
+				seen[i] = true
+				t := s.terms[i]
+				if t.term == token {
+					continue
+				}
+				if d := recall.EditDistance(token, t.term); d <= k {
+					cands = append(cands, cand{t, d})
+				}
+			}
+		}
+	}
+	sort.Slice(cands, func(a, b int) bool {
+		x, y := cands[a], cands[b]
+		if x.d != y.d {
+			return x.d < y.d
+		}
+		if x.docs != y.docs {
+			return x.docs > y.docs
+		}
+		return x.term < y.term
+	})
+	out := make([]vocabTerm, 0, min(max, len(cands)))
+	for _, c := range cands[:min(max, len(cands))] {
+		out = append(out, c.vocabTerm)
+	}
+	return slices.Clip(out)
+}
+
+// docsOf is how many nodes hold term, as the copy saw it (0: none).
+func (s *vocabSnap) docsOf(term string) int32 {
+	i := sort.Search(len(s.terms), func(i int) bool { return s.terms[i].term >= term })
+	if i < len(s.terms) && s.terms[i].term == term {
+		return s.terms[i].docs
+	}
+	return 0
+}
+
+// typo is a query word taken for another: near, a term of the index.
+type typo struct{ word, near string }
+
+// Bounds of the fallback: how many query words it looks up, how many
+// terms it offers for each, and how many candidates it checks for each;
+// and the shortest stem it corrects. Terms are stems: "nothing" is
+// "noth", one edit from the kind "note" that every note holds, so a stem
+// of four letters is too short to tell a slip from another word.
+const (
+	typoMaxWords = 8
+	typoPerWord  = 3
+	typoChecks   = 10
+	typoMinRunes = 5
+)
+
+// typoFallback corrects misspelt query words. A word the scope's index
+// does not hold at all is replaced by the nearest terms it does hold
+// (within recall.MaxEdits, the commoner first), and the query is ranked
+// again: "uniswop router" ranks as "uniswap router". When even then fewer
+// than limit nodes are found, words the scope does hold get the same
+// lookup (only terms commoner than the word itself, so a rare misspelling
+// present in one node leads to the word meant) and the nodes found only
+// through those terms follow the others. It costs nothing while every
+// word is held and the limit is reached.
+func (db *DB) typoFallback(ctx context.Context, q searchQueryer, sid int64, words []string, f nodeFilter, limit int, hits []hit) ([]hit, []typo, error) {
+	var held, absent []string
+	for _, w := range words {
+		ok, err := scopeHolds(ctx, q, sid, w)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			held = append(held, w)
+		} else {
+			absent = append(absent, w)
+		}
+	}
+	if len(absent) == 0 && len(hits) >= limit {
+		return hits, nil, nil
+	}
+	v := db.vocabulary(ctx)
+	if v == nil {
+		return hits, nil, nil
+	}
+	var typos []typo
+	looked := 0
+	correct := func(w string, commonerThan int32) ([]string, error) {
+		p := recall.Phrase(w)
+		if len(p) != 1 || utf8.RuneCountInString(p[0]) < typoMinRunes || looked >= typoMaxWords {
+			return nil, nil
+		}
+		looked++
+		var out []string
+		for _, c := range v.near(p[0], typoChecks) {
+			if len(out) == typoPerWord {
+				break
+			}
+			if c.docs <= commonerThan {
+				continue
+			}
+			// The copy is of the whole index: the term must be one the
+			// engine reads back as itself, and held in this scope.
+			if tp := recall.Phrase(c.term); len(tp) != 1 || tp[0] != c.term {
+				continue
+			}
+			ok, err := scopeHolds(ctx, q, sid, c.term)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, c.term)
+				typos = append(typos, typo{w, c.term})
+			}
+		}
+		return out, nil
+	}
+	if len(absent) > 0 {
+		fixed := slices.Clone(held)
+		for _, w := range absent {
+			near, err := correct(w, -1)
+			if err != nil {
+				return nil, nil, err
+			}
+			fixed = append(fixed, near...)
+		}
+		if len(fixed) > len(held) {
+			var err error
+			if hits, err = lexicalSearch(ctx, q, sid, fixed, f, limit); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if len(hits) < limit && len(held) > 0 {
+		var extra []string
+		for _, w := range held {
+			near, err := correct(w, v.docsOf(recall.Phrase(w)[0]))
+			if err != nil {
+				return nil, nil, err
+			}
+			extra = append(extra, near...)
+		}
+		if len(extra) > 0 {
+			more, err := lexicalSearch(ctx, q, sid, extra, f, limit)
+			if err != nil {
+				return nil, nil, err
+			}
+			in := make(map[int64]bool, len(hits))
+			for _, h := range hits {
+				in[h.nid] = true
+			}
+			for _, h := range more {
+				if len(hits) == limit {
+					break
+				}
+				if !in[h.nid] {
+					hits = append(hits, h)
+				}
+			}
+		}
+	}
+	return hits, typos, nil
+}
+
+// scopeHolds reports whether a node of scope sid holds word (as the engine
+// matches it).
+func scopeHolds(ctx context.Context, q searchQueryer, sid int64, word string) (bool, error) {
+	lo, hi := scopeRows(sid)
+	var one int64
+	err := q.QueryRowContext(ctx, "SELECT rowid FROM node_fts WHERE node_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT 1",
+		recall.MatchExpr([]string{word}), lo, hi).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// typoReasons says which corrections a result was found through: those
+// whose term its field reasons name.
+func typoReasons(typos []typo, reasons []kura.SearchReason) []kura.SearchReason {
+	var out []kura.SearchReason
+	for _, t := range typos {
+		for _, r := range reasons {
+			if slices.Contains(strings.Split(r.Detail, ", "), t.near) {
+				out = append(out, kura.SearchReason{Code: "typo_match", Detail: t.word + " ~ " + t.near})
+				break
+			}
+		}
+	}
+	return out
+}
