@@ -2,7 +2,9 @@ package recall_test
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kura-memory/kura/internal/recall"
@@ -158,4 +160,37 @@ func TestBM25(t *testing.T) {
 			t.Errorf("absent phrase: %v", s)
 		}
 	})
+}
+
+// WithinEdits answers what comparing EditDistance with the bound answers.
+func TestWithinEdits(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 9))
+	alphabet := []rune("abcdé東")
+	word := func() string {
+		w := make([]rune, r.IntN(9))
+		for i := range w {
+			w[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return string(w)
+	}
+	for range 20000 {
+		a, b, k := word(), word(), r.IntN(4)
+		if r.IntN(2) == 0 { // near pairs: b is a with a few edits
+			rb := []rune(a)
+			for range r.IntN(3) {
+				if len(rb) > 1 {
+					i := r.IntN(len(rb) - 1)
+					rb[i], rb[i+1] = rb[i+1], rb[i]
+				}
+			}
+			b = string(rb)
+		}
+		if got, want := recall.WithinEdits(a, b, k), recall.EditDistance(a, b) <= k; got != want {
+			t.Fatalf("WithinEdits(%q, %q, %d) = %v, EditDistance says %d", a, b, k, got, recall.EditDistance(a, b))
+		}
+	}
+	long := strings.Repeat("a", 70)
+	if !recall.WithinEdits(long, long+"b", 1) || recall.WithinEdits(long, long+"bb", 1) {
+		t.Error("words longer than 64 runes")
+	}
 }

@@ -182,8 +182,8 @@ func (db *DB) NodeKinds() []string { return db.nodeKinds() }
 
 // putNode writes a node: a new node (version 1) or a new version of an
 // existing one, with its version row, confidence history, lineage edges
-// and event, all in tx (migration 0012's triggers index its text in the
-// same transaction). A new version is refused unless
+// and event, all in tx; its text is indexed for search before tx commits
+// (indexNodeText). A new version is refused unless
 // in.Writer may rewrite the node (kura.CheckNodeRewrite), here in the
 // transaction that writes it, so no other write can slip in between the
 // check and the write; every version records in.Writer as written_by.
@@ -304,6 +304,9 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 				return nil, false, err
 			}
 		}
+	}
+	if old == nil || searchTextChanged(&old.Node, &n) {
+		tx.nodeText = append(tx.nodeText, nid)
 	}
 	if err := tx.nodeVersion(nid, &n); err != nil {
 		return nil, false, err

@@ -6,7 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,136 +20,45 @@ import (
 // bm25() ranks with a weight per column. A node needs only some of the
 // query's words: the match expression is an OR of them.
 
-// ftsColumns are node_fts's columns (and node_text's) in order, with the
-// weight bm25() gives a word found there and the reason code it reports,
-// in the order reasons are listed. A title names the thing, so a word
-// there counts three times one in the summary; the id and the target
-// files are names too.
-var ftsColumns = []struct {
-	name   string
-	code   string
-	weight float64
-}{
-	{"title", "title_match", 3},
-	{"ident", "id_match", 2},
-	{"files", "target_file_match", 2},
-	{"summary", "summary_match", 1},
-	{"payload", "payload_match", 1},
-	{"meta", "metadata_match", 0.5},
-}
+// qIndexNodeText (re)indexes the nodes a JSON array of nids names, from
+// node_text, replacing what the index held for them.
+var qIndexNodeText = wsql("INSERT OR REPLACE INTO node_fts(rowid, " + strings.ReplaceAll(textCols, "t.", "") + ") SELECT (t.sid << " +
+	strconv.Itoa(nidBits) + ") | t.nid, " + textCols + " FROM json_each(?) j CROSS JOIN node_text t ON t.nid = j.value")
 
-// textCols selects node_text's columns, in ftsColumns order, from t.
-var textCols = func() string {
-	cols := make([]string, len(ftsColumns))
-	for i, c := range ftsColumns {
-		cols[i] = "t." + c.name
+// indexNodeText indexes the nodes whose searchable text a batch wrote, in
+// one statement just before the batch commits. One statement per batch,
+// not one per node (as a trigger on nodes would be): FTS5 writes out what
+// it holds in memory at every savepoint, and SQLite opens one for each
+// statement of a transaction that has written to the index, so indexing
+// node by node left a segment per node to merge, and merging was most of
+// the cost of a write (ingest ran at a third of this speed).
+func (db *DB) indexNodeText(ctx context.Context, tx *sql.Tx, nids []int64) error {
+	if len(nids) == 0 {
+		return nil
 	}
-	return strings.Join(cols, ", ")
-}()
-
-// ftsWeights are the column weights, in column order.
-var ftsWeights = func() []float64 {
-	w := make([]float64, len(ftsColumns))
-	for i, c := range ftsColumns {
-		w[i] = c.weight
-	}
-	return w
-}()
-
-// bm25Expr is the ranking expression: bm25() is negative, better is lower.
-var bm25Expr = func() string {
-	var b strings.Builder
-	b.WriteString("bm25(node_fts")
-	for _, c := range ftsColumns {
-		b.WriteString(", " + strconv.FormatFloat(c.weight, 'f', -1, 64))
-	}
-	return b.String() + ")"
-}()
-
-// nidBits: a node's index rowid is sid<<nidBits | nid, so a scope is one
-// rowid range (migration 0012).
-const nidBits = 40
-
-// scopeRows is the rowid range of scope sid's nodes in node_fts.
-func scopeRows(sid int64) (lo, hi int64) {
-	return sid << nidBits, sid<<nidBits | (1<<nidBits - 1)
-}
-
-// searchQueryer is a read transaction or the read pool.
-type searchQueryer interface {
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-}
-
-// hit is a ranked node: its key and its score (-bm25: higher is better).
-type hit struct {
-	nid   int64
-	score float64
-}
-
-// nodeFilter is SQL on the node row n that a hit must pass, with its
-// arguments.
-type nodeFilter struct {
-	where string // " AND n.kind = ?..."
-	args  []any
-}
-
-// queryWords are the words of a query search matches: recall.QueryTerms
-// (stop words dropped unless there is nothing else), without the words the
-// engine reads as nothing (no token) and without a word whose tokens an
-// earlier one already has ("addresses" after "address": one word, counted
-// once).
-func queryWords(q string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, w := range recall.QueryTerms(q) {
-		p := strings.Join(recall.Phrase(w), " ")
-		if p == "" || seen[p] {
-			continue
+	slices.Sort(nids)
+	nids = slices.Compact(nids)
+	b := make([]byte, 0, 2+8*len(nids))
+	b = append(b, '[')
+	for i, nid := range nids {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		seen[p] = true
-		out = append(out, w)
+		b = strconv.AppendInt(b, nid, 10)
 	}
-	return out
+	_, err := tx.StmtContext(ctx, db.stmts[qIndexNodeText]).ExecContext(ctx, string(append(b, ']')))
+	return err
 }
 
-// lexicalSearch ranks the nodes of scope sid that hold any of words (as
-// the engine matches them: stemmed, folded) and pass f, best first, ties
-// to the older node (lower nid), at most limit of them (all for limit <
-// 0). It is the lexical ranking every search path shares.
-func lexicalSearch(ctx context.Context, q searchQueryer, sid int64, words []string, f nodeFilter, limit int) ([]hit, error) {
-	if len(words) == 0 {
-		return nil, nil
-	}
-	lo, hi := scopeRows(sid)
-	var sqlq string
-	if f.where == "" {
-		sqlq = "SELECT rowid, " + bm25Expr + " AS r FROM node_fts WHERE node_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY r, rowid LIMIT ?"
-	} else {
-		// CROSS JOIN keeps the index outermost: the planner must not start
-		// from a scan of the scope's nodes.
-		sqlq = "SELECT f.rowid, " + bm25Expr + " AS r FROM node_fts f CROSS JOIN nodes n ON n.nid = f.rowid & " +
-			strconv.FormatInt(1<<nidBits-1, 10) + " WHERE node_fts MATCH ? AND f.rowid BETWEEN ? AND ?" + f.where +
-			" ORDER BY r, f.rowid LIMIT ?"
-	}
-	args := append([]any{recall.MatchExpr(words), lo, hi}, f.args...)
-	rows, err := q.QueryContext(ctx, sqlq, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("search: %w", err)
-	}
-	defer rows.Close()
-	var out []hit
-	for rows.Next() {
-		var h hit
-		if err := rows.Scan(&h.nid, &h.score); err != nil {
-			return nil, err
-		}
-		h.nid &= 1<<nidBits - 1
-		h.score = -h.score
-		out = append(out, h)
-	}
-	return out, rows.Err()
+// searchTextChanged reports whether a new version of a node changes the
+// text search reads of it (node_text): a lifecycle or confidence change
+// leaves the index alone.
+func searchTextChanged(old, n *kura.Node) bool {
+	return old.Title != n.Title || old.Summary != n.Summary || !slices.Equal(old.TargetFiles, n.TargetFiles) ||
+		!equalPtr(old.PayloadRef, n.PayloadRef) || !equalPtr(old.Owner, n.Owner) || !bytes.Equal(old.Metadata, n.Metadata)
 }
+
+func equalPtr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // nidList is the hits' node keys as a JSON array, for json_each.
 func nidList(hits []hit) string {
@@ -165,9 +74,11 @@ func nidList(hits []hit) string {
 }
 
 // nodeFields are a node's searchable texts as node_text holds them, one
-// per index column, with the reason code of each.
-type nodeFields [6]string
+// per index column.
+type nodeFields [7]string
 
+// fields are the texts with the reason code of each (none for the scope's
+// token).
 func (t *nodeFields) fields() []recall.Field {
 	fs := make([]recall.Field, len(ftsColumns))
 	for i, c := range ftsColumns {
@@ -176,7 +87,7 @@ func (t *nodeFields) fields() []recall.Field {
 	return fs
 }
 
-// scanText scans node_text's six text columns (NULL for nothing).
+// scanText scans node_text's columns (NULL for nothing).
 func scanText(dst []any) *nodeFields {
 	var t nodeFields
 	for i := range t {
@@ -202,7 +113,9 @@ func (n nullText) Scan(v any) error {
 // way the engine does (recall.Tokens is held to it by the tests), so it
 // costs nothing to the index and agrees with it.
 func explain(t *nodeFields, words []string) []kura.SearchReason {
-	rs := recall.Explain(t.fields(), words)
+	fs := t.fields()
+	fs = slices.DeleteFunc(fs, func(f recall.Field) bool { return f.Code == "" })
+	rs := recall.Explain(fs, words)
 	out := make([]kura.SearchReason, len(rs))
 	for i, r := range rs {
 		out[i] = kura.SearchReason{Code: r.Code, Detail: r.Detail}
@@ -212,7 +125,7 @@ func explain(t *nodeFields, words []string) []kura.SearchReason {
 
 // SearchNodes answers GET .../memory/search. With query words, the index
 // ranks the scope's nodes (lexicalSearch), a misspelt word is looked up
-// among the words the index holds (typoFallback), and each result's
+// among the words the index holds (rankWithTypos), and each result's
 // reasons name the fields and words that matched. Without words, the
 // filters alone select, newest first. Search writes nothing; its queries
 // share one read transaction, so the ranking and the nodes shown come from
@@ -248,18 +161,19 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 		f.where += " AND n.confidence >= ?"
 		f.args = append(f.args, *q.MinConfidence)
 	}
-	tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := db.searchRead(ctx)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, err
 	}
-	defer tx.Rollback()
+	defer tx.end()
 	var hits []hit
 	var typos []typo
 	if len(words) > 0 {
-		if hits, err = lexicalSearch(ctx, tx, sid, words, f, q.Limit); err != nil {
+		counts, err := wordCounts(ctx, tx, sid, words)
+		if err != nil {
 			return nil, mapErr(err)
 		}
-		if hits, typos, err = db.typoFallback(ctx, tx, sid, words, f, q.Limit, hits); err != nil {
+		if hits, typos, err = db.rankWithTypos(ctx, tx, sid, words, counts, f, q.Limit); err != nil {
 			return nil, mapErr(err)
 		}
 		if len(hits) == 0 {
@@ -273,7 +187,7 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 			nidList(hits))
 	} else {
 		rows, err = tx.QueryContext(ctx, "SELECT "+nodeCols+" FROM nodes n WHERE n.sid = ?"+f.where+
-			" ORDER BY n.updated_at DESC, n.kind, n.id LIMIT "+strconv.Itoa(q.Limit), append([]any{sid}, f.args...)...)
+			" ORDER BY n.updated_at DESC, n.kind, n.id LIMIT ?", append(append([]any{sid}, f.args...), q.Limit)...)
 	}
 	if err != nil {
 		return nil, mapErr(err)
@@ -331,7 +245,9 @@ func compileRanking(ctx context.Context, q searchQueryer, scope, query string) (
 	if err != nil {
 		return nil, err
 	}
-	hits, err := lexicalSearch(ctx, q, sid, words, nodeFilter{}, -1)
+	// Every match is ranked (rankAll): a compile decides every node
+	// anyway, and a score shown for each must be the exact one.
+	hits, err := rankAll(ctx, q, sid, words, nodeFilter{}, -1)
 	if err != nil || len(hits) == 0 {
 		return out, err
 	}
@@ -416,6 +332,8 @@ func textOf(n *kura.Node) nodeFields {
 			t[i] = strings.Join(payload, "\n")
 		case "meta":
 			t[i] = strings.Join(metadataValues(n.Metadata), "\n")
+		case "scope":
+			t[i] = "s" // one token, as the scope's token is
 		}
 	}
 	return t

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -196,8 +195,8 @@ func (s *vocabSnap) near(token string, max int) []vocabTerm {
 				if t.term == token {
 					continue
 				}
-				if d := recall.EditDistance(token, t.term); d <= k {
-					cands = append(cands, cand{t, d})
+				if recall.WithinEdits(token, t.term, k) {
+					cands = append(cands, cand{t, recall.EditDistance(token, t.term)})
 				}
 			}
 		}
@@ -243,125 +242,117 @@ const (
 	typoMinRunes = 5
 )
 
-// typoFallback corrects misspelt query words. A word the scope's index
-// does not hold at all is replaced by the nearest terms it does hold
-// (within recall.MaxEdits, the commoner first), and the query is ranked
-// again: "uniswop router" ranks as "uniswap router". When even then fewer
-// than limit nodes are found, words the scope does hold get the same
-// lookup (only terms commoner than the word itself, so a rare misspelling
-// present in one node leads to the word meant) and the nodes found only
-// through those terms follow the others. It costs nothing while every
-// word is held and the limit is reached.
-func (db *DB) typoFallback(ctx context.Context, q searchQueryer, sid int64, words []string, f nodeFilter, limit int, hits []hit) ([]hit, []typo, error) {
-	var held, absent []string
-	for _, w := range words {
-		ok, err := scopeHolds(ctx, q, sid, w)
-		if err != nil {
-			return nil, nil, err
-		}
-		if ok {
-			held = append(held, w)
+// rankWithTypos ranks words for a search, correcting misspelt ones. A
+// word the scope's index does not hold at all is replaced, before the
+// ranking, by the nearest terms it does hold (within recall.MaxEdits, the
+// commoner first): "uniswop router" ranks as "uniswap router". When even
+// then fewer than limit nodes are found, the words the scope does hold get
+// the same lookup (only terms commoner than the word itself, so a rare
+// misspelling held by one node leads to the word meant) and the nodes
+// found only through those terms follow the others. counts are
+// wordCounts of words. While every word is held and the limit is reached,
+// it costs nothing more than the ranking.
+func (db *DB) rankWithTypos(ctx context.Context, q searchQueryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, []typo, error) {
+	var held []string
+	var heldCounts []int
+	var absent []string
+	for i, w := range words {
+		if counts[i] > 0 {
+			held, heldCounts = append(held, w), append(heldCounts, counts[i])
 		} else {
 			absent = append(absent, w)
 		}
 	}
-	if len(absent) == 0 && len(hits) >= limit {
-		return hits, nil, nil
-	}
-	v := db.vocabulary(ctx)
-	if v == nil {
-		return hits, nil, nil
-	}
+	var v *vocabSnap
 	var typos []typo
 	looked := 0
-	correct := func(w string, commonerThan int32) ([]string, error) {
+	// correct returns the terms of the scope near w, and their counts.
+	correct := func(w string, commonerThan int32) ([]string, []int, error) {
 		p := recall.Phrase(w)
 		if len(p) != 1 || utf8.RuneCountInString(p[0]) < typoMinRunes || looked >= typoMaxWords {
-			return nil, nil
+			return nil, nil, nil
 		}
 		looked++
-		var out []string
-		for _, c := range v.near(p[0], typoChecks) {
-			if len(out) == typoPerWord {
-				break
+		if v == nil {
+			if v = db.vocabulary(ctx); v == nil {
+				return nil, nil, nil
 			}
+		}
+		// The copy is of the whole index: a term must be one the engine
+		// reads back as itself (a query word is stemmed again), and held in
+		// this scope (counted there, all candidates in one statement).
+		var cands []string
+		for _, c := range v.near(p[0], typoChecks) {
 			if c.docs <= commonerThan {
 				continue
 			}
-			// The copy is of the whole index: the term must be one the
-			// engine reads back as itself, and held in this scope.
-			if tp := recall.Phrase(c.term); len(tp) != 1 || tp[0] != c.term {
-				continue
-			}
-			ok, err := scopeHolds(ctx, q, sid, c.term)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out = append(out, c.term)
-				typos = append(typos, typo{w, c.term})
+			if tp := recall.Phrase(c.term); len(tp) == 1 && tp[0] == c.term {
+				cands = append(cands, c.term)
 			}
 		}
-		return out, nil
+		cc, err := wordCounts(ctx, q, sid, cands)
+		if err != nil {
+			return nil, nil, err
+		}
+		var near []string
+		var nearCounts []int
+		for i, c := range cands {
+			if cc[i] > 0 && len(near) < typoPerWord {
+				near, nearCounts = append(near, c), append(nearCounts, cc[i])
+				typos = append(typos, typo{w, c})
+			}
+		}
+		return near, nearCounts, nil
 	}
+	ranked, rankedCounts := held, heldCounts
 	if len(absent) > 0 {
-		fixed := slices.Clone(held)
+		ranked, rankedCounts = slices.Clone(held), slices.Clone(heldCounts)
 		for _, w := range absent {
-			near, err := correct(w, -1)
+			near, nc, err := correct(w, -1)
 			if err != nil {
 				return nil, nil, err
 			}
-			fixed = append(fixed, near...)
-		}
-		if len(fixed) > len(held) {
-			var err error
-			if hits, err = lexicalSearch(ctx, q, sid, fixed, f, limit); err != nil {
-				return nil, nil, err
-			}
+			ranked, rankedCounts = append(ranked, near...), append(rankedCounts, nc...)
 		}
 	}
-	if len(hits) < limit && len(held) > 0 {
-		var extra []string
-		for _, w := range held {
-			near, err := correct(w, v.docsOf(recall.Phrase(w)[0]))
-			if err != nil {
-				return nil, nil, err
+	hits, err := lexicalSearch(ctx, q, sid, ranked, rankedCounts, f, limit)
+	if err != nil || len(hits) >= limit || len(held) == 0 {
+		return hits, typos, err
+	}
+	var extra []string
+	var extraCounts []int
+	for _, w := range held {
+		if v == nil {
+			if v = db.vocabulary(ctx); v == nil {
+				break
 			}
-			extra = append(extra, near...)
 		}
-		if len(extra) > 0 {
-			more, err := lexicalSearch(ctx, q, sid, extra, f, limit)
-			if err != nil {
-				return nil, nil, err
-			}
-			in := make(map[int64]bool, len(hits))
-			for _, h := range hits {
-				in[h.nid] = true
-			}
-			for _, h := range more {
-				if len(hits) == limit {
-					break
-				}
-				if !in[h.nid] {
-					hits = append(hits, h)
-				}
-			}
+		near, nc, err := correct(w, v.docsOf(recall.Phrase(w)[0]))
+		if err != nil {
+			return nil, nil, err
+		}
+		extra, extraCounts = append(extra, near...), append(extraCounts, nc...)
+	}
+	if len(extra) == 0 {
+		return hits, typos, nil
+	}
+	more, err := lexicalSearch(ctx, q, sid, extra, extraCounts, f, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := make(map[int64]bool, len(hits))
+	for _, h := range hits {
+		in[h.nid] = true
+	}
+	for _, h := range more {
+		if len(hits) == limit {
+			break
+		}
+		if !in[h.nid] {
+			hits = append(hits, h)
 		}
 	}
 	return hits, typos, nil
-}
-
-// scopeHolds reports whether a node of scope sid holds word (as the engine
-// matches it).
-func scopeHolds(ctx context.Context, q searchQueryer, sid int64, word string) (bool, error) {
-	lo, hi := scopeRows(sid)
-	var one int64
-	err := q.QueryRowContext(ctx, "SELECT rowid FROM node_fts WHERE node_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT 1",
-		recall.MatchExpr([]string{word}), lo, hi).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // typoReasons says which corrections a result was found through: those
