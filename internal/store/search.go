@@ -75,10 +75,9 @@ func nidList(hits []hit) string {
 
 // nodeFields are a node's searchable texts as node_text holds them, one
 // per index column.
-type nodeFields [7]string
+type nodeFields [6]string
 
-// fields are the texts with the reason code of each (none for the scope's
-// token).
+// fields are the texts with the reason code of each.
 func (t *nodeFields) fields() []recall.Field {
 	fs := make([]recall.Field, len(ftsColumns))
 	for i, c := range ftsColumns {
@@ -113,9 +112,7 @@ func (n nullText) Scan(v any) error {
 // way the engine does (recall.Tokens is held to it by the tests), so it
 // costs nothing to the index and agrees with it.
 func explain(t *nodeFields, words []string) []kura.SearchReason {
-	fs := t.fields()
-	fs = slices.DeleteFunc(fs, func(f recall.Field) bool { return f.Code == "" })
-	rs := recall.Explain(fs, words)
+	rs := recall.Explain(t.fields(), words)
 	out := make([]kura.SearchReason, len(rs))
 	for i, r := range rs {
 		out[i] = kura.SearchReason{Code: r.Code, Detail: r.Detail}
@@ -332,8 +329,6 @@ func textOf(n *kura.Node) nodeFields {
 			t[i] = strings.Join(payload, "\n")
 		case "meta":
 			t[i] = strings.Join(metadataValues(n.Metadata), "\n")
-		case "scope":
-			t[i] = "s" // one token, as the scope's token is
 		}
 	}
 	return t

@@ -39,7 +39,7 @@ var (
 )
 
 // ftsColumn is a column of node_fts: the weight bm25() gives a word found
-// there and the reason code it reports (none: never reported).
+// there and the reason code it reports.
 type ftsColumn struct {
 	name   string
 	code   string
@@ -49,8 +49,7 @@ type ftsColumn struct {
 // ftsColumns are node_fts's columns (and node_text's) in order, in the
 // order reasons are listed. A title names the thing, so a word there
 // counts three times one in the summary; the id and the target files are
-// names too. scope holds one token every node of the scope has, weight 0:
-// what lets a match ask for "any node of the scope" (rankPruned).
+// names too.
 var ftsColumns = []ftsColumn{
 	{"title", "title_match", 3},
 	{"ident", "id_match", 2},
@@ -58,23 +57,10 @@ var ftsColumns = []ftsColumn{
 	{"summary", "summary_match", 1},
 	{"payload", "payload_match", 1},
 	{"meta", "metadata_match", 0.5},
-	{"scope", "", 0},
 }
 
-// matchWords is the match expression of query words: any of them, in the
-// text columns only (a word is never matched against the scope's token).
-func matchWords(words []string) string { return recall.MatchExpr(words, textColumns...) }
-
-// textColumns are the columns that hold a node's text.
-var textColumns = func() []string {
-	var cols []string
-	for _, c := range ftsColumns {
-		if c.code != "" {
-			cols = append(cols, c.name)
-		}
-	}
-	return cols
-}()
+// matchWords is the match expression of query words: any of them.
+func matchWords(words []string) string { return recall.MatchExpr(words) }
 
 // textCols selects node_text's columns, in ftsColumns order, from t.
 var textCols = func() string {
@@ -253,7 +239,7 @@ func rankPruned(ctx context.Context, q searchQueryer, sid int64, words []string,
 		// expression matching every node holding a rare word with every
 		// word a phrase of it, "rare AND (common OR <a token every node
 		// has>)", would need one pass, but the IDF of a token every node
-		// has costs a count of the whole index.)
+		// has costs a count of the whole index: it was slower.)
 		matches := []string{matchWords(rare)}
 		if len(common) > 0 {
 			matches = append(matches, "("+matchWords(rare)+") AND ("+matchWords(common)+")")

@@ -6,20 +6,18 @@
 -- text per index column: the index is filled from it, and search reads it
 -- back to explain a hit (store/search.go tokenizes it as the engine does).
 -- target_files and the metadata's values (not its keys: strings as they
--- read, numbers and booleans as written) are joined by newlines; ident is the kind and the id, unless the id is a UUID (a
--- generated id holds no words, and five unique tokens a node would be
--- most of the index's vocabulary); payload the payload_ref and the owner;
--- scope one token all the scope's nodes share (weight 0 in the ranking:
--- it lets a match ask for any node of the scope).
-CREATE VIEW node_text(nid, sid, title, ident, files, summary, payload, meta, scope) AS
+-- read, numbers and booleans as written) are joined by newlines; ident is
+-- the kind and the id, unless the id is a UUID (a generated id holds no
+-- words, and five unique tokens a node would be most of the index's
+-- vocabulary); payload is the payload_ref and the owner.
+CREATE VIEW node_text(nid, sid, title, ident, files, summary, payload, meta) AS
 SELECT n.nid, n.sid, n.title,
        n.kind || CASE WHEN n.id GLOB '[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]' THEN '' ELSE ' ' || n.id END,
        (SELECT group_concat(value, char(10) ORDER BY key) FROM json_each(n.target_files)),
        n.summary,
        concat_ws(char(10), n.payload_ref, n.owner),
        (SELECT group_concat(CASE j.type WHEN 'text' THEN j.atom ELSE n.metadata -> j.fullkey END, char(10) ORDER BY j.id)
-          FROM json_tree(n.metadata) j WHERE j.type IN ('text', 'integer', 'real', 'true', 'false')),
-       's' || n.sid
+          FROM json_tree(n.metadata) j WHERE j.type IN ('text', 'integer', 'real', 'true', 'false'))
 FROM nodes n;
 
 -- Contentless: the text lives in nodes (and node_text); the index keeps
@@ -29,7 +27,7 @@ FROM nodes n;
 -- a scope's nodes are one rowid range, which the engine skips to, so a
 -- search reads only its own scope's postings.
 CREATE VIRTUAL TABLE node_fts USING fts5(
-    title, ident, files, summary, payload, meta, scope,
+    title, ident, files, summary, payload, meta,
     content = '', contentless_delete = 1,
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
@@ -45,7 +43,7 @@ CREATE TRIGGER node_fts_delete AFTER DELETE ON nodes BEGIN
     DELETE FROM node_fts WHERE rowid = (OLD.sid << 40) | OLD.nid;
 END;
 
-INSERT INTO node_fts(rowid, title, ident, files, summary, payload, meta, scope)
-SELECT (t.sid << 40) | t.nid, t.title, t.ident, t.files, t.summary, t.payload, t.meta, t.scope FROM node_text t ORDER BY t.nid;
+INSERT INTO node_fts(rowid, title, ident, files, summary, payload, meta)
+SELECT (t.sid << 40) | t.nid, t.title, t.ident, t.files, t.summary, t.payload, t.meta FROM node_text t ORDER BY t.nid;
 
 DROP TABLE node_terms;
