@@ -113,7 +113,7 @@ func (db *DB) loadVocabulary(ctx context.Context) *vocabSnap {
 	// The seq is read before the terms: a write committed in between makes
 	// the copy look older than it is, never newer.
 	seq := db.lastSeq.Load()
-	s, err := readVocabulary(ctx, db.rdb)
+	s, err := readVocabulary(ctx, db.rdb, db.nodeKinds())
 	if err != nil {
 		db.log.Warn("reading the search vocabulary for misspelt words", "err", err)
 		c.mu.Lock()
@@ -130,9 +130,16 @@ func (db *DB) loadVocabulary(ctx context.Context) *vocabSnap {
 }
 
 // readVocabulary reads the terms a word may be corrected to: of four runes
-// or more (shorter words are never corrected) and without digits (a number
-// one digit off is another number).
-func readVocabulary(ctx context.Context, q *sql.DB) (*vocabSnap, error) {
+// or more (shorter words are never corrected), without digits (a number
+// one digit off is another number), and not a node kind: every node holds
+// its kind, so "nots" taken for "note" would match every note.
+func readVocabulary(ctx context.Context, q *sql.DB, kinds []string) (*vocabSnap, error) {
+	skip := map[string]bool{}
+	for _, k := range kinds {
+		for _, t := range recall.Tokens(k) {
+			skip[t] = true
+		}
+	}
 	rows, err := q.QueryContext(ctx, "SELECT term, doc FROM node_fts_vocab")
 	if err != nil {
 		return nil, err
@@ -145,7 +152,7 @@ func readVocabulary(ctx context.Context, q *sql.DB) (*vocabSnap, error) {
 			return nil, err
 		}
 		n := utf8.RuneCountInString(t.term)
-		if n < 4 || n > 64 || hasDigit(t.term) {
+		if n < 4 || n > 64 || hasDigit(t.term) || skip[t.term] {
 			continue
 		}
 		i := int32(len(s.terms))
@@ -231,15 +238,11 @@ func (s *vocabSnap) docsOf(term string) int32 {
 type typo struct{ word, near string }
 
 // Bounds of the fallback: how many query words it looks up, how many
-// terms it offers for each, and how many candidates it checks for each;
-// and the shortest stem it corrects. Terms are stems: "nothing" is
-// "noth", one edit from the kind "note" that every note holds, so a stem
-// of four letters is too short to tell a slip from another word.
+// terms it offers for each, and how many candidates it checks for each.
 const (
 	typoMaxWords = 8
 	typoPerWord  = 3
 	typoChecks   = 10
-	typoMinRunes = 5
 )
 
 // rankWithTypos ranks words for a search, correcting misspelt ones. A
@@ -269,7 +272,7 @@ func (db *DB) rankWithTypos(ctx context.Context, q searchQueryer, sid int64, wor
 	// correct returns the terms of the scope near w, and their counts.
 	correct := func(w string, commonerThan int32) ([]string, []int, error) {
 		p := recall.Phrase(w)
-		if len(p) != 1 || utf8.RuneCountInString(p[0]) < typoMinRunes || looked >= typoMaxWords {
+		if len(p) != 1 || recall.MaxEdits(utf8.RuneCountInString(p[0])) == 0 || looked >= typoMaxWords {
 			return nil, nil, nil
 		}
 		looked++
