@@ -16,10 +16,18 @@ import (
 // Tokens says a field holds is what the index holds.
 func Tokens(text string) []string {
 	var out []string
-	var tok []byte
+	foldTokens(text, func(tok []byte) { out = append(out, Stem(string(tok))) })
+	return out
+}
+
+// foldTokens calls fn with each token of text, folded but not stemmed;
+// fn must not keep tok.
+func foldTokens(text string, fn func(tok []byte)) {
+	var buf [maxWordLen]byte
+	tok := buf[:0]
 	flush := func() {
 		if len(tok) > 0 {
-			out = append(out, Stem(string(tok)))
+			fn(tok)
 			tok = tok[:0]
 		}
 	}
@@ -52,7 +60,6 @@ func Tokens(text string) []string {
 		tok = utf8.AppendRune(tok, r)
 	}
 	flush()
-	return out
 }
 
 // isTokenRune reports whether unicode61 keeps r in a token.
@@ -117,15 +124,38 @@ type Reason struct {
 // the engine matches them, the words found there, comma-separated in
 // query order; fields in the order given. Fields sharing a code report
 // once, under the first.
+//
+// A search explains every result of its page, a compile every match of
+// its scope, so most of the text is tokens no query word can match; Stem
+// is called only for a token that begins like a query word's stem. That
+// is sound because Stem only rewrites a word's end: a stem less its last
+// letter always begins the word it was made from (TestStemKeepsPrefix
+// holds it over a quarter of a million words).
 func Explain(fields []Field, words []string) []Reason {
 	phrases := make([][]string, len(words))
+	multi := false
 	for i, w := range words {
 		phrases[i] = Phrase(w)
+		multi = multi || len(phrases[i]) > 1
 	}
 	var out []Reason
 	at := map[string]int{} // code -> index in out
+	var toks []string
 	for _, f := range fields {
-		toks := Tokens(f.Text)
+		toks = toks[:0]
+		if multi {
+			toks = append(toks, Tokens(f.Text)...)
+		} else {
+			// Tokens a query word may match, stemmed; the rest as "".
+			foldTokens(f.Text, func(tok []byte) {
+				for _, p := range phrases {
+					if len(p) == 1 && couldStemTo(tok, p[0]) {
+						toks = append(toks, Stem(string(tok)))
+						return
+					}
+				}
+			})
+		}
 		for i, p := range phrases {
 			if !contains(toks, p) {
 				continue
@@ -145,4 +175,15 @@ func Explain(fields []Field, words []string) []Reason {
 		}
 	}
 	return out
+}
+
+// couldStemTo reports whether Stem(tok) may be stem: whether tok begins
+// with stem less its last byte (a UTF-8 sequence cut short only makes the
+// test looser).
+func couldStemTo(tok []byte, stem string) bool {
+	if len(stem) == 0 {
+		return false
+	}
+	p := stem[:len(stem)-1]
+	return len(tok) >= len(p) && string(tok[:len(p)]) == p
 }

@@ -194,3 +194,26 @@ func TestWithinEdits(t *testing.T) {
 		t.Error("words longer than 64 runes")
 	}
 }
+
+// TestStemKeepsPrefix: a stem less its last letter begins the word it was
+// made from, for words through every rule of the algorithm (Explain skips
+// stemming a token that does not begin so).
+func TestStemKeepsPrefix(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	suffixes := strings.Fields("s es ies sses ss ed eed ing ly y ational tional enci anci izer bli abli alli entli eli ousli ization ation ator " +
+		"alism iveness fulness ousness aliti iviti biliti logi icate ative alize iciti ical ful ness al ance ence er ic able ible ant " +
+		"ement ment ent sion tion ion ou ism ate iti ous ive ize e ll at bl iz yy")
+	for range 250000 {
+		var b strings.Builder
+		for range r.IntN(7) {
+			b.WriteByte(byte('a' + r.IntN(26)))
+		}
+		for range 1 + r.IntN(3) {
+			b.WriteString(suffixes[r.IntN(len(suffixes))])
+		}
+		w := b.String()
+		if s := recall.Stem(w); s != "" && !strings.HasPrefix(w, s[:len(s)-1]) {
+			t.Fatalf("Stem(%q) = %q: %q does not begin the word", w, s, s[:len(s)-1])
+		}
+	}
+}
