@@ -221,7 +221,7 @@ func writeBundleItem(w io.Writer, it *client.BundleItem, te *client.TraceEntry) 
 	}
 	var why []string
 	if te.Score != nil {
-		why = append(why, "score "+strconv.Itoa(*te.Score))
+		why = append(why, "score "+strconv.FormatFloat(*te.Score, 'f', -1, 64))
 	}
 	for _, r := range te.Why {
 		if r.Detail != "" {

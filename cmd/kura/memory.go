@@ -563,7 +563,7 @@ func setupMemorySearch(fs *flag.FlagSet) func(context.Context, *cli, []string) e
 			for i, why := range r.Reasons {
 				reasons[i] = why.Code + ": " + why.Detail
 			}
-			fmt.Fprintf(tw, "%3d\t%s\t%s\t%s\n", r.Score, r.Ref, label(r.Node), strings.Join(reasons, "; "))
+			fmt.Fprintf(tw, "%7.4f\t%s\t%s\t%s\n", r.Score, r.Ref, label(r.Node), strings.Join(reasons, "; "))
 		}
 		return tw.Flush()
 	}

@@ -15,7 +15,7 @@ import (
 	"strconv"
 
 	"github.com/kura-memory/kura/internal/kura"
-	"github.com/kura-memory/kura/internal/memory"
+	"github.com/kura-memory/kura/internal/recall"
 	"github.com/kura-memory/kura/kurahash"
 )
 
@@ -129,13 +129,13 @@ type Item struct {
 
 // TraceEntry explains one node's decision.
 type TraceEntry struct {
-	Ref        string          `json:"ref"`
-	Bucket     string          `json:"bucket"`
-	Reason     string          `json:"reason"`
-	RelationID string          `json:"relation_id,omitempty"`
-	Detail     string          `json:"detail"`
-	Score      *int            `json:"score,omitempty"`
-	Why        []memory.Reason `json:"why,omitempty"`
+	Ref        string              `json:"ref"`
+	Bucket     string              `json:"bucket"`
+	Reason     string              `json:"reason"`
+	RelationID string              `json:"relation_id,omitempty"`
+	Detail     string              `json:"detail"`
+	Score      *float64            `json:"score,omitempty"`
+	Why        []kura.SearchReason `json:"why,omitempty"`
 }
 
 // Buckets holds the admitted items.
@@ -173,9 +173,23 @@ type Result struct {
 type ranked struct {
 	n     *kura.Node
 	d     *Decision
-	score int
-	why   []memory.Reason
+	score float64
+	why   []kura.SearchReason
 }
+
+// Match is how a query ranks one node: its exact score (higher first;
+// the trace shows it as recall.RoundScore does) and the reasons for it
+// (the fields and words that matched).
+type Match struct {
+	Score float64
+	Why   []kura.SearchReason
+}
+
+// Ranking is a query's ranking of a scope's nodes, by ref: the store's
+// search engine computes it (admission ranks nothing itself). A node it
+// does not name does not match. nil: the request has no query words, and
+// nothing is scored.
+type Ranking map[string]Match
 
 // Scope is a scope's memory made ready for compiles: its nodes in the
 // order without a query (updated_at descending, then id, then kind) and
@@ -217,14 +231,13 @@ func (sc *Scope) Len() int { return len(sc.nodes) }
 
 // Compile decides every node and builds the buckets: Prepare, then
 // Scope.Compile.
-func Compile(nodes []kura.Node, relations []kura.Relation, req *Request) *Result {
-	return Prepare(slices.Clone(nodes), relations).Compile(req)
+func Compile(nodes []kura.Node, relations []kura.Relation, req *Request, rank Ranking) *Result {
+	return Prepare(slices.Clone(nodes), relations).Compile(req, rank)
 }
 
-// Compile ranks the scope's nodes for req and builds the buckets, the
-// trace and the budget's cut.
-func (sc *Scope) Compile(req *Request) *Result {
-	words := memory.Words(req.Query)
+// Compile orders the scope's nodes by rank (the ranking of req's query;
+// nil without one) and builds the buckets, the trace and the budget's cut.
+func (sc *Scope) Compile(req *Request, rank Ranking) *Result {
 	list := make([]ranked, 0, len(sc.nodes))
 	var scored []ranked // with a query: the nodes it matches
 	for i := range sc.nodes {
@@ -233,17 +246,19 @@ func (sc *Scope) Compile(req *Request) *Result {
 			continue
 		}
 		rk := ranked{n: n, d: &sc.decisions[i]}
-		if len(words) > 0 {
-			rk.score, rk.why = memory.ScoreNode(n, words)
+		if m, ok := rank[n.Ref]; ok {
+			// Clipped: appending a target file below copies, and never
+			// writes into the ranking's own slice.
+			rk.score, rk.why = m.Score, slices.Clip(m.Why)
 		}
 		// Target files explain relevance; they never reorder (the order
 		// rules are binding) nor change a bucket.
 		for _, f := range n.TargetFiles {
 			if slices.Contains(req.TargetFiles, f) {
-				rk.why = append(rk.why, memory.Reason{Code: "target_file_match", Detail: f})
+				rk.why = append(rk.why, kura.SearchReason{Code: "target_file_match", Detail: f})
 			}
 		}
-		if rk.score > 0 {
+		if _, ok := rank[n.Ref]; ok {
 			scored = append(scored, rk)
 		} else {
 			list = append(list, rk)
@@ -252,7 +267,8 @@ func (sc *Scope) Compile(req *Request) *Result {
 	// Score descending, ties in the order without a query: the nodes
 	// come in that order, so a stable sort of the matches, followed by
 	// the rest as they are, is the whole order (scores are never
-	// negative).
+	// negative). A node the ranking names is a match even if its score
+	// shows as 0 (a word in most nodes weighs next to nothing).
 	slices.SortStableFunc(scored, func(a, b ranked) int { return cmp.Compare(b.score, a.score) })
 	list = append(scored, list...)
 
@@ -270,8 +286,8 @@ func (sc *Scope) Compile(req *Request) *Result {
 		rk := &list[i]
 		d := rk.d
 		te := TraceEntry{Ref: rk.n.Ref, Bucket: d.Bucket, Reason: d.Reason, RelationID: d.RelationID, Detail: d.Detail, Why: rk.why}
-		if len(words) > 0 {
-			s := rk.score
+		if rank != nil {
+			s := recall.RoundScore(rk.score)
 			te.Score = &s
 		}
 		res.Trace = append(res.Trace, te)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/kura"
-	"github.com/kura-memory/kura/internal/memory"
+	"github.com/kura-memory/kura/internal/recall"
 )
 
 // target is the ref of the node Decide is asked about in the rule tables.
@@ -357,13 +357,45 @@ func TestDecide_Pure(t *testing.T) {
 	}
 }
 
-// compile runs Compile and fails on any structural defect of the result
-// that holds for every compile.
+// compile runs Compile, with the ranking rankFor gives its query, and
+// fails on any structural defect of the result that holds for every
+// compile.
 func compile(t testing.TB, nodes []kura.Node, rels []kura.Relation, req admission.Request) *admission.Result {
 	t.Helper()
-	res := admission.Compile(nodes, rels, &req)
+	res := admission.Compile(nodes, rels, &req, rankFor(nodes, req.Query))
 	checkShape(t, res)
 	return res
+}
+
+// rankFor ranks nodes for query the way the store hands a ranking to
+// Compile: BM25 over the nodes' title and summary (the store's engine and
+// its fields are tested in the store), each match with a title_match or
+// summary_match reason; nil for a query without words.
+func rankFor(nodes []kura.Node, query string) admission.Ranking {
+	words := recall.QueryTerms(query)
+	if len(words) == 0 {
+		return nil
+	}
+	phrases := make([][]string, len(words))
+	for i, w := range words {
+		phrases[i] = recall.Phrase(w)
+	}
+	docs := make([]recall.Doc, len(nodes))
+	for i, n := range nodes {
+		docs[i] = recall.Doc{recall.Tokens(n.Title), recall.Tokens(n.Summary)}
+	}
+	rank := admission.Ranking{}
+	for i, s := range recall.BM25(docs, phrases, []float64{3, 1}) {
+		if s == 0 {
+			continue
+		}
+		var why []kura.SearchReason
+		for _, r := range recall.Explain([]recall.Field{{Code: "title_match", Text: nodes[i].Title}, {Code: "summary_match", Text: nodes[i].Summary}}, words) {
+			why = append(why, kura.SearchReason{Code: r.Code, Detail: r.Detail})
+		}
+		rank[nodes[i].Ref] = admission.Match{Score: s, Why: why}
+	}
+	return rank
 }
 
 func checkShape(t testing.TB, res *admission.Result) {
@@ -532,17 +564,36 @@ func TestCompile_Order(t *testing.T) {
 		if got := refs(res.Buckets.UseNow); !slices.Equal(got, want) {
 			t.Fatalf("use_now: got %v, want %v", got, want)
 		}
-		scores := map[string]int{}
+		scores := map[string]float64{}
 		for _, te := range res.Trace {
 			if te.Score == nil {
 				t.Fatalf("%s: no score with a query", te.Ref)
 			}
 			scores[te.Ref] = *te.Score
 		}
-		for ref, want := range map[string]int{"note:both": 22, "note:B": 8, "note:title": 8, "note:sum": 3, "note:none-new": 0} {
-			if scores[ref] != want {
-				t.Fatalf("%s: got score %d, want %d", ref, scores[ref], want)
+		// The ranking's scores, as handed in; equal scores keep the order
+		// without a query; a node the ranking does not name scores 0.
+		rank := rankFor(nodes, "Cache EVICTION")
+		for _, te := range res.Trace {
+			if want := recall.RoundScore(rank[te.Ref].Score); scores[te.Ref] != want {
+				t.Fatalf("%s: got score %v, want %v", te.Ref, scores[te.Ref], want)
 			}
+		}
+		if !(scores["note:both"] > scores["note:B"] && scores["note:B"] == scores["note:n9"] && scores["note:n9"] > scores["note:title"] &&
+			scores["note:title"] > scores["note:sum"] && scores["note:sum"] > 0 && scores["note:none-new"] == 0) {
+			t.Fatalf("scores %v", scores)
+		}
+	})
+
+	// A node the ranking names comes before the ones it does not, even at
+	// a score that shows as 0 (a word in most nodes weighs next to
+	// nothing): it matched.
+	t.Run("MatchAtZero", func(t *testing.T) {
+		a, b := newNode("note", "a", "active", "trusted"), newNode("note", "b", "active", "trusted")
+		a.UpdatedAt, b.UpdatedAt = at(2), at(1)
+		res := admission.Compile([]kura.Node{a, b}, nil, &admission.Request{Query: "x"}, admission.Ranking{"note:b": {Score: 0}})
+		if got := traceRefs(res); !slices.Equal(got, []string{"note:b", "note:a"}) {
+			t.Fatalf("trace: got %v, want the match first", got)
 		}
 	})
 
@@ -1025,22 +1076,26 @@ func TestCompile_Why(t *testing.T) {
 	miss.TargetFiles = []string{"README.md"}
 	nodes := []kura.Node{miss, hit}
 
-	res := compile(t, nodes, nil, admission.Request{Query: "cache deploy", TargetFiles: []string{"api/cache.go", "other.go"}})
+	// The ranking's reasons come first, then the target files the request
+	// named; the ranking's own slice is left as it was.
+	why := []kura.SearchReason{{Code: "title_match", Detail: "cache"}, {Code: "id_match", Detail: "cache, deploy"}}
+	rank := admission.Ranking{"note:deploy-cache": {Score: 2.5, Why: why}}
+	req := admission.Request{Query: "cache deploy", TargetFiles: []string{"api/cache.go", "other.go"}}
+	res := admission.Compile(nodes, nil, &req, rank)
 	te := traceOf(t, res, "note:deploy-cache")
-	// title: cache (8); id: deploy, cache (12); target_files: cache (5);
-	// summary: cache, deploy (6).
-	if te.Score == nil || *te.Score != 31 {
-		t.Fatalf("score: got %v, want 31", te.Score)
+	if te.Score == nil || *te.Score != 2.5 {
+		t.Fatalf("score: got %v, want 2.5", te.Score)
 	}
-	want := []memory.Reason{
+	want := []kura.SearchReason{
 		{Code: "title_match", Detail: "cache"},
 		{Code: "id_match", Detail: "cache, deploy"},
-		{Code: "target_file_match", Detail: "cache"},
-		{Code: "summary_match", Detail: "cache, deploy"},
 		{Code: "target_file_match", Detail: "api/cache.go"},
 	}
 	if !reflect.DeepEqual(te.Why, want) {
 		t.Fatalf("why: got %+v, want %+v", te.Why, want)
+	}
+	if len(rank["note:deploy-cache"].Why) != 2 || cap(why) != 2 {
+		t.Fatalf("Compile wrote into the ranking: %+v", rank)
 	}
 	m := traceOf(t, res, "note:other")
 	if m.Score == nil || *m.Score != 0 || m.Why != nil {
@@ -1053,7 +1108,7 @@ func TestCompile_Why(t *testing.T) {
 	// Target files alone explain but do not score or reorder.
 	res = compile(t, nodes, nil, admission.Request{TargetFiles: []string{"cmd/main.go"}})
 	te = traceOf(t, res, "note:deploy-cache")
-	if te.Score != nil || !reflect.DeepEqual(te.Why, []memory.Reason{{Code: "target_file_match", Detail: "cmd/main.go"}}) {
+	if te.Score != nil || !reflect.DeepEqual(te.Why, []kura.SearchReason{{Code: "target_file_match", Detail: "cmd/main.go"}}) {
 		t.Fatalf("target files only: got score %v why %+v", te.Score, te.Why)
 	}
 

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 )
 
@@ -70,7 +71,7 @@ func appendTrace(out []byte, trace []TraceEntry) []byte {
 		out = appendString(out, te.Detail)
 		if te.Score != nil {
 			out = append(out, `,"score":`...)
-			out = strconv.AppendInt(out, int64(*te.Score), 10)
+			out = appendFloat(out, *te.Score)
 		}
 		if len(te.Why) > 0 {
 			out = append(out, `,"why":[`...)
@@ -89,6 +90,26 @@ func appendTrace(out []byte, trace []TraceEntry) []byte {
 		out = append(out, '}')
 	}
 	return append(out, ']')
+}
+
+// appendFloat writes f as encoding/json writes a float64: the shortest
+// decimal that reads back as f, in exponent form only below 1e-6 or from
+// 1e21 on (and then with a one-digit exponent where it has one).
+func appendFloat(out []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	out = strconv.AppendFloat(out, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 -> e-9, as encoding/json writes it.
+		if n := len(out); n >= 4 && out[n-4] == 'e' && out[n-3] == '-' && out[n-2] == '0' {
+			out[n-2] = out[n-1]
+			out = out[:n-1]
+		}
+	}
+	return out
 }
 
 // appendString writes s as encoding/json does. Printable ASCII that needs

@@ -3,6 +3,7 @@ package admission_test
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -15,6 +16,9 @@ import (
 // U+2029), other Unicode, and invalid UTF-8.
 var tricky = []string{"", "fact:f1", "use_now", `say "hi"`, `back\slash`, "tab\there\nnewline", "\x00\x1f\x7f",
 	"<script>&amp;</script>", "line\u2028sep\u2029", "café ☕ 日本", "\xff\xfe bad", "ok ~ ^ `"}
+
+// scores holds floats encoding/json writes in each of its forms.
+var scores = []float64{0, 1, -2.5, 12.3456, 0.0001, 1e-6, 9.99e-7, 1e-7, 1.5e-10, 1e20, 1e21, 123456789e15, -3e-9, 7.0e22}
 
 func randString(r *rand.Rand) string {
 	if r.IntN(3) > 0 {
@@ -41,7 +45,12 @@ func randBundle(r *rand.Rand) *admission.Bundle {
 			te.RelationID = randString(r)
 		}
 		if r.IntN(2) == 0 {
-			s := r.IntN(2000) - 1000
+			// Scores as search shows them (four decimals), and floats of
+			// every magnitude: both of encoding/json's number forms.
+			s := scores[r.IntN(len(scores))]
+			if r.IntN(2) == 0 {
+				s = math.Round(r.Float64()*1e6) / 1e4
+			}
 			te.Score = &s
 		}
 		switch r.IntN(3) {
@@ -87,10 +96,13 @@ func TestEncode_IsJSONMarshal(t *testing.T) {
 }
 
 func FuzzEncode(f *testing.F) {
-	for _, s := range tricky {
-		f.Add(s, s, 3)
+	for i, s := range tricky {
+		f.Add(s, s, scores[i%len(scores)])
 	}
-	f.Fuzz(func(t *testing.T, ref, detail string, score int) {
+	f.Fuzz(func(t *testing.T, ref, detail string, score float64) {
+		if math.IsNaN(score) || math.IsInf(score, 0) {
+			return // no score is either; encoding/json refuses them
+		}
 		b := &admission.Bundle{Scope: ref, Result: admission.Result{Trace: []admission.TraceEntry{
 			{Ref: ref, Bucket: "use_now", Reason: detail, Detail: detail, Score: &score, Why: []kura.SearchReason{{Code: ref, Detail: detail}}},
 			{Ref: detail, RelationID: ref},

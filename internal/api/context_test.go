@@ -45,7 +45,7 @@ type ctxTrace struct {
 	Reason     string              `json:"reason"`
 	RelationID string              `json:"relation_id"`
 	Detail     string              `json:"detail"`
-	Score      *int                `json:"score"`
+	Score      *float64            `json:"score"`
 	Why        []kura.SearchReason `json:"why"`
 }
 

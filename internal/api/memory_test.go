@@ -418,7 +418,7 @@ func parseNodeTime(t *testing.T, s string) time.Time {
 type searchAnswer struct {
 	Results []struct {
 		Ref     string
-		Score   int
+		Score   float64
 		Reasons []kura.SearchReason
 		Node    *kura.Node
 	}

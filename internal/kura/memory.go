@@ -396,10 +396,11 @@ type SearchReason struct {
 	Detail string `json:"detail"`
 }
 
-// SearchResult is one hit, best first.
+// SearchResult is one hit, best first. Score is the relevance (higher is
+// better; BM25 over the node's fields, four decimals); 0 without a query.
 type SearchResult struct {
 	Ref     string         `json:"ref"`
-	Score   int            `json:"score"`
+	Score   float64        `json:"score"`
 	Reasons []SearchReason `json:"reasons"`
 	Node    *Node          `json:"node"`
 }

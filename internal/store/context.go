@@ -95,11 +95,12 @@ func scopeMemory(ctx context.Context, q interface {
 	if current {
 		// Only what admission reads: a compile reads every node of the
 		// scope, and the lineage and unused JSON columns would be most of
-		// the decoding. Text fields search scores need come only with a
-		// query or target files.
+		// the decoding. Target files (which explain a compile asked about
+		// files) come only with a query or target files; the search index
+		// ranks a query, so no other text is read.
 		cols := "n.kind, n.id, n.title, n.summary, n.lifecycle, n.authority, n.confidence, n.payload_ref, n.updated_at"
 		if withText {
-			cols += ", n.target_files, n.owner, n.metadata"
+			cols += ", n.target_files"
 		}
 		rows, err := q.QueryContext(ctx, "SELECT "+cols+" FROM nodes n WHERE n.sid = ?"+kindSQL, args...)
 		if err != nil {
@@ -107,11 +108,11 @@ func scopeMemory(ctx context.Context, q interface {
 		}
 		for rows.Next() {
 			var n kura.Node
-			var payload, owner sql.NullString
-			var files, meta string
+			var payload sql.NullString
+			var files string
 			dst := []any{&n.Kind, &n.ID, &n.Title, &n.Summary, &n.Lifecycle, &n.Authority, &n.Confidence, &payload, &n.UpdatedAt}
 			if withText {
-				dst = append(dst, &files, &owner, &meta)
+				dst = append(dst, &files)
 			}
 			if err := rows.Scan(dst...); err != nil {
 				rows.Close()
@@ -121,17 +122,11 @@ func scopeMemory(ctx context.Context, q interface {
 			if payload.Valid {
 				n.PayloadRef = &payload.String
 			}
-			if withText {
-				if owner.Valid {
-					n.Owner = &owner.String
-				}
-				if files == "[]" {
-					// the usual case; nothing to decode
-				} else if err := json.Unmarshal([]byte(files), &n.TargetFiles); err != nil {
+			if withText && files != "[]" { // "[]", the usual case, holds nothing to decode
+				if err := json.Unmarshal([]byte(files), &n.TargetFiles); err != nil {
 					rows.Close()
 					return nil, nil, fmt.Errorf("node %s: target_files: %w", n.Ref, err)
 				}
-				n.Metadata = json.RawMessage(meta)
 			}
 			nodes = append(nodes, n)
 		}
@@ -205,17 +200,26 @@ func (db *DB) compile(ctx context.Context, scope string, req *admission.Request)
 	defer rtx.Rollback()
 	now := db.now()
 	var sc *admission.Scope
+	var rank admission.Ranking
 	if asked {
 		withText := req.Query != "" || len(req.TargetFiles) > 0
 		nodes, rels, err := scopeMemory(ctx, rtx, scope, asOf, false, withText, req.Kinds)
 		if err != nil {
 			return nil, mapErr(err)
 		}
+		// The index holds today's text: memory as it was is ranked the same
+		// way, over its own text.
+		rank = rankPast(nodes, req.Query)
 		sc = admission.Prepare(nodes, rels)
-	} else if sc, err = db.currentScope(ctx, rtx, scope, asOf); err != nil {
-		return nil, mapErr(err)
+	} else {
+		if sc, err = db.currentScope(ctx, rtx, scope, asOf); err != nil {
+			return nil, mapErr(err)
+		}
+		if rank, err = compileRanking(ctx, rtx, scope, req.Query); err != nil {
+			return nil, mapErr(err)
+		}
 	}
-	res := sc.Compile(req)
+	res := sc.Compile(req, rank)
 	if asked {
 		t, _ := kura.ParseTime(asOf)
 		if age := now.Sub(t); age > 0 {

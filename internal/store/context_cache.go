@@ -89,7 +89,8 @@ func (c *scopeCache) put(sid int64, s *scopeSnap) {
 }
 
 // currentScope returns scope as it is in the snapshot of rtx (every node,
-// with the text that search scores read, and the deciding relations),
+// with the target files a compile explains; the search index ranks a
+// query, so no other text is kept; and the deciding relations),
 // prepared for compiles, from the copy of the snapshot's generation when
 // there is one. Relations created after asOf are left out, as
 // scopeMemory leaves them. nil: the scope holds nothing.

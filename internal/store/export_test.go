@@ -1,5 +1,10 @@
 package store
 
+import (
+	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/recall"
+)
+
 // SetReviseFault lets tests fail a revise between its steps.
 func SetReviseFault(f func(step string) error) { reviseFault = f }
 
@@ -9,3 +14,26 @@ func (db *DB) Path() string { return db.cfg.Path }
 // SetBackupHook lets tests act at the stages of a backup ("snapshot",
 // "manifest").
 func SetBackupHook(f func(stage string)) { backupHook = f }
+
+// SearchFields are the texts search reads of a node (node_text), one per
+// index column, with the reason code of each.
+func SearchFields(n *kura.Node) []recall.Field {
+	t := textOf(n)
+	return t.fields()
+}
+
+// SearchWeights are the index columns' bm25 weights, in column order.
+func SearchWeights() []float64 { return ftsWeights }
+
+// QueryWords are the words search matches of a query.
+func QueryWords(q string) []string { return queryWords(q) }
+
+// SetRankBounds sets the bounds of the search ranking's cost (a word is
+// common from common nodes on; budget nodes are ranked exhaustively; the
+// newest recent nodes holding only common words are ranked) until the
+// returned function restores them.
+func SetRankBounds(common, budget, recent int) (restore func()) {
+	c, b, r := commonWord, rankBudget, recentCommon
+	commonWord, rankBudget, recentCommon = common, budget, recent
+	return func() { commonWord, rankBudget, recentCommon = c, b, r }
+}

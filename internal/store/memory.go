@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kura-memory/kura/internal/kura"
-	"github.com/kura-memory/kura/internal/memory"
 )
 
 // MaxNodeBatch bounds one batch of node writes (one transaction).
@@ -34,8 +33,6 @@ var (
 	qRecordExists   = wsql("SELECT 1 FROM records WHERE id = ?")
 	qDeleteEdges    = wsql("DELETE FROM lineage WHERE child = ?")
 	qInsertEdge     = wsql("INSERT OR IGNORE INTO lineage(child, parent) VALUES(?,?)")
-	qInsertTerm     = wsql("INSERT INTO node_terms(sid, term, nid, fields) VALUES(?,?,?,?) ON CONFLICT(sid, term, nid) DO UPDATE SET fields = excluded.fields")
-	qDeleteTerm     = wsql("DELETE FROM node_terms WHERE sid = ? AND term = ? AND nid = ?")
 	qInsertRelation = wsql("INSERT INTO relations(sid, id, kind, from_nid, to_nid, confidence, reasons, created_at) VALUES(?,?,?,?,?,?,?,?)")
 	qRelationExists = wsql("SELECT 1 FROM relations WHERE sid = ? AND id = ?")
 	qInsertFeedback = wsql("INSERT INTO feedback(id, sid, nid, outcome, note, author_id, created_at) VALUES(?,?,?,?,?,?,?)")
@@ -58,12 +55,14 @@ type nodeRow struct {
 	nid int64
 }
 
-func scanNode(row rowScanner, scope string) (*nodeRow, error) {
+// scanNode scans the columns of nodeCols, then into extra the columns a
+// query selects after them.
+func scanNode(row rowScanner, scope string, extra ...any) (*nodeRow, error) {
 	var n nodeRow
 	var files, derived, meta string
 	var payload, owner, writtenBy sql.NullString
-	if err := row.Scan(&n.nid, &n.Kind, &n.ID, &n.Version, &n.Title, &n.Summary, &n.Lifecycle, &n.Authority, &n.Confidence,
-		&files, &payload, &owner, &n.SourceType, &derived, &meta, &n.CreatedAt, &n.UpdatedAt, &writtenBy); err != nil {
+	if err := row.Scan(append([]any{&n.nid, &n.Kind, &n.ID, &n.Version, &n.Title, &n.Summary, &n.Lifecycle, &n.Authority, &n.Confidence,
+		&files, &payload, &owner, &n.SourceType, &derived, &meta, &n.CreatedAt, &n.UpdatedAt, &writtenBy}, extra...)...); err != nil {
 		return nil, err
 	}
 	n.WrittenBy = writtenBy.String
@@ -182,8 +181,9 @@ func (db *DB) nodeKinds() []string {
 func (db *DB) NodeKinds() []string { return db.nodeKinds() }
 
 // putNode writes a node: a new node (version 1) or a new version of an
-// existing one, with its version row, confidence history, lineage edges,
-// search words and event, all in tx. A new version is refused unless
+// existing one, with its version row, confidence history, lineage edges
+// and event, all in tx; its text is indexed for search before tx commits
+// (indexNodeText). A new version is refused unless
 // in.Writer may rewrite the node (kura.CheckNodeRewrite), here in the
 // transaction that writes it, so no other write can slip in between the
 // check and the write; every version records in.Writer as written_by.
@@ -305,6 +305,9 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 			}
 		}
 	}
+	if old == nil || searchTextChanged(&old.Node, &n) {
+		tx.nodeText = append(tx.nodeText, nid)
+	}
 	if err := tx.nodeVersion(nid, &n); err != nil {
 		return nil, false, err
 	}
@@ -323,13 +326,6 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 		if _, err := tx.Exec(qInsertConf, nid, n.Version, now, prev, n.Confidence, reason); err != nil {
 			return nil, false, err
 		}
-	}
-	var oldNode *kura.Node
-	if old != nil {
-		oldNode = &old.Node
-	}
-	if err := tx.indexNode(sid, nid, oldNode, &n); err != nil {
-		return nil, false, err
 	}
 	if err := tx.AddEvent(event, scope, map[string]string{"ref": n.Ref}); err != nil {
 		return nil, false, err
@@ -355,32 +351,6 @@ func (tx *Tx) nodeVersion(nid int64, n *kura.Node) error {
 	}
 	_, err = tx.Exec(qInsertVersion, nid, n.Version, n.UpdatedAt, string(body))
 	return err
-}
-
-// indexNode brings the node's search words from old to n: only words that
-// appeared, vanished or moved between fields are written.
-func (tx *Tx) indexNode(sid, nid int64, old, n *kura.Node) error {
-	next := memory.Terms(n)
-	var prev map[string]int
-	if old != nil {
-		prev = memory.Terms(old)
-	}
-	for term := range prev {
-		if _, ok := next[term]; !ok {
-			if _, err := tx.Exec(qDeleteTerm, sid, term, nid); err != nil {
-				return err
-			}
-		}
-	}
-	for term, fields := range next {
-		if prev[term] == fields {
-			continue
-		}
-		if _, err := tx.Exec(qInsertTerm, sid, term, nid, fields); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // PutNode writes one node (201 when created, 200 for a new version).

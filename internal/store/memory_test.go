@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
-	"github.com/kura-memory/kura/internal/memory"
+	"github.com/kura-memory/kura/internal/recall"
 	"github.com/kura-memory/kura/internal/store"
 )
 
@@ -200,20 +200,33 @@ func TestMemory_SearchScoresAndExplains(t *testing.T) {
 	mustNode(t, db, "s", kura.NodeInput{Kind: "belief", ID: "b1", Title: ptr("Payments retry"), Summary: ptr("retry with backoff"), Lifecycle: ptr("active")})
 	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f1", Title: ptr("Queue"), Summary: ptr("payments go through a queue"), TargetFiles: []string{"svc/payments.go"}})
 	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f2", Summary: ptr("unrelated"), Metadata: json.RawMessage(`{"team":"payments","n":3}`)})
+	for i := range 6 { // so that "payments" is a rare word
+		mustNode(t, db, "s", kura.NodeInput{Kind: "note", ID: fmt.Sprintf("other%d", i), Summary: ptr("something else entirely")})
+	}
 	res, err := db.SearchNodes(ctx, "s", kura.SearchQuery{Q: "Payments!", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, r := range res {
-		got = append(got, fmt.Sprintf("%s=%d", r.Ref, r.Score))
+		got = append(got, r.Ref)
 	}
-	// f1: summary 3 + target file 5; b1: title 8; f2: metadata 1.
-	if want := []string{"belief:b1=8", "fact:f1=8", "fact:f2=1"}; !slices.Equal(got, want) {
-		t.Fatalf("order %v, want %v (ties by creation)", got, want)
+	// b1 has the word in its title (weight 3), f1 in its summary (1) and
+	// a target file (2) but is longer, f2 only in its metadata (0.5).
+	if want := []string{"belief:b1", "fact:f1", "fact:f2"}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
-	if r := res[1].Reasons; len(r) != 2 || r[0].Code != "target_file_match" || r[1].Code != "summary_match" {
-		t.Errorf("reasons of f1: %+v", r)
+	if !(res[0].Score > res[1].Score && res[1].Score > res[2].Score && res[2].Score > 0) {
+		t.Errorf("scores not strictly decreasing: %v %v %v", res[0].Score, res[1].Score, res[2].Score)
+	}
+	for i, want := range [][]kura.SearchReason{
+		{{Code: "title_match", Detail: "payments"}},
+		{{Code: "target_file_match", Detail: "payments"}, {Code: "summary_match", Detail: "payments"}},
+		{{Code: "metadata_match", Detail: "payments"}},
+	} {
+		if !slices.Equal(res[i].Reasons, want) {
+			t.Errorf("reasons of %s: got %+v, want %+v", res[i].Ref, res[i].Reasons, want)
+		}
 	}
 	res, _ = db.SearchNodes(ctx, "s", kura.SearchQuery{Q: "payments", Kind: "fact", TargetFile: "svc/payments.go", MinConfidence: ptr(0.5), Limit: 10})
 	if len(res) != 1 || res[0].Ref != "fact:f1" {
@@ -227,7 +240,7 @@ func TestMemory_SearchScoresAndExplains(t *testing.T) {
 		t.Errorf("reason codes %v, want %v", codes, want)
 	}
 	res, _ = db.SearchNodes(ctx, "s", kura.SearchQuery{Lifecycle: "active", Limit: 10})
-	if len(res) != 1 || res[0].Ref != "belief:b1" || res[0].Reasons[0].Code != "lifecycle_filter" {
+	if len(res) != 1 || res[0].Ref != "belief:b1" || res[0].Reasons[0].Code != "lifecycle_filter" || res[0].Score != 0 {
 		t.Errorf("filter only: %+v", res)
 	}
 	// An update moves the node's words in the index.
@@ -243,9 +256,8 @@ func TestMemory_SearchScoresAndExplains(t *testing.T) {
 	}
 }
 
-// Equal scores come out oldest first, whatever the refs: the ranking never
-// reads a candidate's node row, so it breaks ties by creation (nid), and a
-// cut at the limit keeps the oldest.
+// Equal scores come out oldest first, whatever the refs: ties are broken
+// by creation (nid), and a cut at the limit keeps the oldest.
 func TestMemory_SearchTiesByCreation(t *testing.T) {
 	db := MustOpenStore(t)
 	ctx := context.Background()
@@ -254,21 +266,27 @@ func TestMemory_SearchTiesByCreation(t *testing.T) {
 		mustNode(t, db, "s", kura.NodeInput{Kind: kind, ID: id, Title: ptr("same words"), Summary: ptr("other text")})
 	}
 	mustNode(t, db, "s", kura.NodeInput{Kind: "note", ID: "best", Title: ptr("same"), Summary: ptr("same")})
+	for i := range 6 {
+		mustNode(t, db, "s", kura.NodeInput{Kind: "note", ID: fmt.Sprintf("x%d", i), Summary: ptr("filler")})
+	}
 	for _, c := range []struct {
 		q    kura.SearchQuery
 		want []string
 	}{
-		{kura.SearchQuery{Q: "same", Limit: 10}, []string{"note:best=11", "fact:zz=8", "belief:mm=8", "fact:aa=8", "belief:bb=8"}},
-		{kura.SearchQuery{Q: "same", Limit: 3}, []string{"note:best=11", "fact:zz=8", "belief:mm=8"}},
-		{kura.SearchQuery{Q: "same", Kind: "belief", Limit: 1}, []string{"belief:mm=8"}},
+		{kura.SearchQuery{Q: "same", Limit: 10}, []string{"note:best", "fact:zz", "belief:mm", "fact:aa", "belief:bb"}},
+		{kura.SearchQuery{Q: "same", Limit: 3}, []string{"note:best", "fact:zz", "belief:mm"}},
+		{kura.SearchQuery{Q: "same", Kind: "belief", Limit: 1}, []string{"belief:mm"}},
 	} {
 		res, err := db.SearchNodes(ctx, "s", c.q)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []string
-		for _, r := range res {
-			got = append(got, fmt.Sprintf("%s=%d", r.Ref, r.Score))
+		for i, r := range res {
+			got = append(got, r.Ref)
+			if i > 1 && r.Score != res[1].Score {
+				t.Errorf("%+v: %s scores %v, %s %v: want a tie", c.q, r.Ref, r.Score, res[1].Ref, res[1].Score)
+			}
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%+v: got %v, want %v", c.q, got, c.want)
@@ -276,13 +294,14 @@ func TestMemory_SearchTiesByCreation(t *testing.T) {
 	}
 }
 
-// The index answers exactly what scoring every node by brute force
-// answers, for random nodes, updates and queries.
+// The index ranks exactly as BM25 over every node of the scope (computed
+// here, from the nodes' text, by recall.BM25) ranks, for random nodes,
+// updates and queries: the same nodes, the same order, the same scores.
 func TestMemory_SearchMatchesBruteForce(t *testing.T) {
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 11))
-	vocab := strings.Fields("rest api payments queue retry backoff cache go file svc users login token rate limit déjà vu 東京 a1 b2")
+	vocab := strings.Fields("rest api payments payment queue retry retries backoff cache go file svc users login token rate limit déjà vu 東京 a1 b2 the of")
 	text := func(n int) string {
 		w := make([]string, n)
 		for i := range w {
@@ -299,7 +318,10 @@ func TestMemory_SearchMatchesBruteForce(t *testing.T) {
 			in.TargetFiles = []string{text(2) + ".go"}
 		}
 		if rng.IntN(4) == 0 {
-			in.Metadata = json.RawMessage(fmt.Sprintf(`{"tag":%q,"x":[%q]}`, text(1), text(1)))
+			in.Metadata = json.RawMessage(fmt.Sprintf(`{"tag":%q,"x":[%q, 1.5, true]}`, text(1), text(1)))
+		}
+		if rng.IntN(5) == 0 {
+			in.Owner = ptr("agent:" + []string{"bmo", "finn", "jake"}[rng.IntN(3)])
 		}
 		batch = append(batch, in)
 	}
@@ -308,11 +330,17 @@ func TestMemory_SearchMatchesBruteForce(t *testing.T) {
 	}
 	for range 40 { // updates move words between fields
 		i := rng.IntN(len(batch))
-		mustNode(t, db, "p", kura.NodeInput{Kind: batch[i].Kind, ID: batch[i].ID, Title: ptr(text(2))})
+		mustNode(t, db, "p", kura.NodeInput{Kind: batch[i].Kind, ID: batch[i].ID, Title: ptr(text(2)), Writer: kura.Writer{Admin: true}})
 	}
 	all, _, err := db.ListNodes(ctx, "p", kura.NodeFilter{Limit: 1000})
 	if err != nil || len(all) != 120 {
 		t.Fatal(len(all), err)
+	}
+	docs := make([]recall.Doc, len(all))
+	for i := range all {
+		for _, f := range store.SearchFields(&all[i]) {
+			docs[i] = append(docs[i], recall.Tokens(f.Text))
+		}
 	}
 	for i := range 120 {
 		// Half the queries cut the list short, so ties and filters meet
@@ -333,24 +361,27 @@ func TestMemory_SearchMatchesBruteForce(t *testing.T) {
 		}
 		type hit struct {
 			ref   string
-			score int
+			score float64
 		}
 		var want []hit
-		words := memory.Words(q.Q)
+		words := store.QueryWords(q.Q)
+		phrases := make([][]string, len(words))
+		for i, w := range words {
+			phrases[i] = recall.Phrase(w)
+		}
+		scores := recall.BM25(docs, phrases, store.SearchWeights())
+		order := make([]int, 0, len(all))
 		for i := range all {
 			n := &all[i]
-			if (q.Kind != "" && n.Kind != q.Kind) || (q.MinConfidence != nil && n.Confidence < *q.MinConfidence) {
-				continue
-			}
-			if s, _ := memory.Score(memory.Terms(n), words); s > 0 {
-				want = append(want, hit{n.Ref, s})
+			if scores[i] > 0 && (q.Kind == "" || n.Kind == q.Kind) && (q.MinConfidence == nil || n.Confidence >= *q.MinConfidence) {
+				order = append(order, i)
 			}
 		}
 		// all is in creation order (ListNodes lists by nid), and ties go
 		// to the older node: a stable sort by score alone is the order.
-		sort.SliceStable(want, func(i, j int) bool { return want[i].score > want[j].score })
-		if len(want) > q.Limit {
-			want = want[:q.Limit]
+		sort.SliceStable(order, func(a, b int) bool { return scores[order[a]] > scores[order[b]] })
+		for _, i := range order[:min(len(order), q.Limit)] {
+			want = append(want, hit{all[i].Ref, recall.RoundScore(scores[i])})
 		}
 		var gotHits []hit
 		for _, r := range got {

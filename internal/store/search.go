@@ -1,124 +1,214 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
-	"math/bits"
+	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/kura"
-	"github.com/kura-memory/kura/internal/memory"
+	"github.com/kura-memory/kura/internal/recall"
 )
 
-// termFieldBits is how many low bits of a node_terms.fields value carry field
-// bits; rankTerms packs a row as nid<<termFieldBits | fields.
-var termFieldBits = func() int {
-	all := 0
-	for _, f := range memory.Fields {
-		all |= f.Bit
-	}
-	return bits.Len(uint(all))
-}()
+// Memory search runs on SQLite FTS5 (migration 0012): node_fts indexes
+// what node_text says search reads of a node, one column per field, and
+// bm25() ranks with a weight per column. A node needs only some of the
+// query's words: the match expression is an OR of them.
 
-// termWeight[f] is what one index row whose fields are f adds to a score:
-// the weights memory.Score adds for the same bits, so the index ranks by
-// exactly the score Score explains.
-var termWeight = func() []int {
-	w := make([]int, 1<<termFieldBits)
-	for f := range w {
-		for _, x := range memory.Fields {
-			if f&x.Bit != 0 {
-				w[f] += x.Weight
-			}
+// qIndexNodeText (re)indexes the nodes a JSON array of nids names, from
+// node_text, replacing what the index held for them.
+var qIndexNodeText = wsql("INSERT OR REPLACE INTO node_fts(rowid, " + strings.ReplaceAll(textCols, "t.", "") + ") SELECT (t.sid << " +
+	strconv.Itoa(nidBits) + ") | t.nid, " + textCols + " FROM json_each(?) j CROSS JOIN node_text t ON t.nid = j.value")
+
+// indexNodeText indexes the nodes whose searchable text a batch wrote, in
+// one statement just before the batch commits. One statement per batch,
+// not one per node (as a trigger on nodes would be): FTS5 writes out what
+// it holds in memory at every savepoint, and SQLite opens one for each
+// statement of a transaction that has written to the index, so indexing
+// node by node left a segment per node to merge, and merging was most of
+// the cost of a write (ingest ran at a third of this speed).
+func (db *DB) indexNodeText(ctx context.Context, tx *sql.Tx, nids []int64) error {
+	if len(nids) == 0 {
+		return nil
+	}
+	slices.Sort(nids)
+	nids = slices.Compact(nids)
+	b := make([]byte, 0, 2+8*len(nids))
+	b = append(b, '[')
+	for i, nid := range nids {
+		if i > 0 {
+			b = append(b, ',')
 		}
+		b = strconv.AppendInt(b, nid, 10)
 	}
-	return w
-}()
+	_, err := tx.StmtContext(ctx, db.stmts[qIndexNodeText]).ExecContext(ctx, string(append(b, ']')))
+	return err
+}
 
-// SearchNodes answers GET .../memory/search. With query words, candidates
-// come from the word index (only nodes holding a query word are touched)
-// and are ranked by the same weights memory.Score explains; ties go to the
-// older node (lower nid: creation order), so the order is deterministic.
-// Without words, the filters alone select, newest first. Search writes
-// nothing; its queries share one read transaction, so the ranking and the
-// nodes shown come from the same snapshot.
+// searchTextChanged reports whether a new version of a node changes the
+// text search reads of it (node_text): a lifecycle or confidence change
+// leaves the index alone.
+func searchTextChanged(old, n *kura.Node) bool {
+	return old.Title != n.Title || old.Summary != n.Summary || !slices.Equal(old.TargetFiles, n.TargetFiles) ||
+		!equalPtr(old.PayloadRef, n.PayloadRef) || !equalPtr(old.Owner, n.Owner) || !bytes.Equal(old.Metadata, n.Metadata)
+}
+
+func equalPtr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// nidList is the hits' node keys as a JSON array, for json_each.
+func nidList(hits []hit) string {
+	b := make([]byte, 0, 2+8*len(hits))
+	b = append(b, '[')
+	for i, h := range hits {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, h.nid, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// nodeFields are a node's searchable texts as node_text holds them, one
+// per index column.
+type nodeFields [6]string
+
+// fields are the texts with the reason code of each.
+func (t *nodeFields) fields() []recall.Field {
+	fs := make([]recall.Field, len(ftsColumns))
+	for i, c := range ftsColumns {
+		fs[i] = recall.Field{Code: c.code, Text: t[i]}
+	}
+	return fs
+}
+
+// scanText scans node_text's columns (NULL for nothing).
+func scanText(dst []any) *nodeFields {
+	var t nodeFields
+	for i := range t {
+		dst[i] = &nullText{&t[i]}
+	}
+	return &t
+}
+
+// nullText scans a nullable text as "".
+type nullText struct{ s *string }
+
+func (n nullText) Scan(v any) error {
+	var ns sql.NullString
+	if err := ns.Scan(v); err != nil {
+		return err
+	}
+	*n.s = ns.String
+	return nil
+}
+
+// explain names the fields of a node in which the words occur: what the
+// engine matched, found again by tokenizing the node's indexed text the
+// way the engine does (recall.Tokens is held to it by the tests), so it
+// costs nothing to the index and agrees with it.
+func explain(t *nodeFields, words []string) []kura.SearchReason {
+	rs := recall.Explain(t.fields(), words)
+	out := make([]kura.SearchReason, len(rs))
+	for i, r := range rs {
+		out[i] = kura.SearchReason{Code: r.Code, Detail: r.Detail}
+	}
+	return out
+}
+
+// SearchNodes answers GET .../memory/search. With query words, the index
+// ranks the scope's nodes (lexicalSearch), a misspelt word is looked up
+// among the words the index holds (rankWithTypos), and each result's
+// reasons name the fields and words that matched. Without words, the
+// filters alone select, newest first. Search writes nothing; its queries
+// share one read transaction, so the ranking and the nodes shown come from
+// the same snapshot.
 func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery) ([]kura.SearchResult, error) {
 	out := []kura.SearchResult{}
 	sid, ok, err := db.readScope(ctx, scope)
 	if err != nil || !ok {
 		return out, err
 	}
-	words := memory.Words(q.Q)
+	words := queryWords(q.Q)
 	if q.Q != "" && len(words) == 0 {
 		return out, nil
 	}
-	var where strings.Builder
-	var fargs []any
+	var f nodeFilter
 	var filters []kura.SearchReason
 	for _, c := range []struct{ col, v, code string }{
 		{"kind", q.Kind, "kind_filter"}, {"lifecycle", q.Lifecycle, "lifecycle_filter"},
 		{"authority", q.Authority, "authority_filter"}, {"owner", q.Owner, "owner_filter"},
 	} {
 		if c.v != "" {
-			where.WriteString(" AND n." + c.col + " = ?")
-			fargs = append(fargs, c.v)
+			f.where += " AND n." + c.col + " = ?"
+			f.args = append(f.args, c.v)
 			filters = append(filters, kura.SearchReason{Code: c.code, Detail: c.v})
 		}
 	}
 	if q.TargetFile != "" {
-		where.WriteString(" AND EXISTS (SELECT 1 FROM json_each(n.target_files) WHERE value = ?)")
-		fargs = append(fargs, q.TargetFile)
+		f.where += " AND EXISTS (SELECT 1 FROM json_each(n.target_files) WHERE value = ?)"
+		f.args = append(f.args, q.TargetFile)
 		filters = append(filters, kura.SearchReason{Code: "target_file_filter", Detail: q.TargetFile})
 	}
 	if q.MinConfidence != nil {
-		where.WriteString(" AND n.confidence >= ?")
-		fargs = append(fargs, *q.MinConfidence)
+		f.where += " AND n.confidence >= ?"
+		f.args = append(f.args, *q.MinConfidence)
 	}
-	tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := db.searchRead(ctx)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, err
 	}
-	defer tx.Rollback()
-	var sqlq string
-	var args []any
-	var scores map[int64]int
+	defer tx.end()
+	var hits []hit
+	var typos []typo
 	if len(words) > 0 {
-		ranked, err := rankTerms(ctx, tx, sid, words, where.String(), fargs, q.Limit)
-		if err != nil || len(ranked) == 0 {
-			return out, mapErr(err)
+		counts, err := wordCounts(ctx, tx, sid, words)
+		if err != nil {
+			return nil, mapErr(err)
 		}
-		scores = make(map[int64]int, len(ranked))
-		var keys []byte
-		for _, r := range ranked {
-			scores[r.nid] = r.score
-			keys = appendKey(keys, r.nid)
+		if hits, typos, err = db.rankWithTypos(ctx, tx, sid, words, counts, f, q.Limit); err != nil {
+			return nil, mapErr(err)
 		}
-		sqlq = "SELECT " + nodeCols + " FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value ORDER BY j.key"
-		args = []any{string(append(keys, ']'))}
-	} else {
-		sqlq = "SELECT " + nodeCols + " FROM nodes n WHERE n.sid = ?" + where.String() +
-			" ORDER BY n.updated_at DESC, n.kind, n.id LIMIT " + strconv.Itoa(q.Limit)
-		args = append(append(args, sid), fargs...)
+		if len(hits) == 0 {
+			return out, nil
+		}
 	}
-	rows, err := tx.QueryContext(ctx, sqlq, args...)
+	var rows *sql.Rows
+	if len(words) > 0 {
+		rows, err = tx.QueryContext(ctx, "SELECT "+nodeCols+", "+textCols+
+			" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value CROSS JOIN node_text t ON t.nid = n.nid ORDER BY j.key",
+			nidList(hits))
+	} else {
+		rows, err = tx.QueryContext(ctx, "SELECT "+nodeCols+" FROM nodes n WHERE n.sid = ?"+f.where+
+			" ORDER BY n.updated_at DESC, n.kind, n.id LIMIT ?", append(append([]any{sid}, f.args...), q.Limit)...)
+	}
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		n, err := scanNode(rows, scope)
-		if err != nil {
+	matchWords := words
+	for _, t := range typos {
+		matchWords = append(matchWords, t.near)
+	}
+	for i := 0; rows.Next(); i++ {
+		var n *nodeRow
+		var reasons []kura.SearchReason
+		score := 0.0
+		if len(words) > 0 {
+			extra := make([]any, len(ftsColumns))
+			text := scanText(extra)
+			if n, err = scanNode(rows, scope, extra...); err != nil {
+				return nil, mapErr(err)
+			}
+			score = recall.RoundScore(hits[i].score)
+			reasons = explain(text, matchWords)
+			reasons = append(reasons, typoReasons(typos, reasons)...)
+		} else if n, err = scanNode(rows, scope); err != nil {
 			return nil, mapErr(err)
-		}
-		score := scores[n.nid]
-		got, reasons := memory.Score(memory.Terms(&n.Node), words)
-		if got != score {
-			// The index and the node disagree: the node's own text wins,
-			// and the log says the index needs a look.
-			db.log.Warn("search index out of step with a node", "scope", scope, "ref", n.Ref, "index_score", score, "node_score", got)
 		}
 		reasons = append(reasons, filters...)
 		if q.MinConfidence != nil {
@@ -129,80 +219,162 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 			reasons = []kura.SearchReason{}
 		}
 		node := n.Node
-		out = append(out, kura.SearchResult{Ref: n.Ref, Score: got, Reasons: reasons, Node: &node})
+		out = append(out, kura.SearchResult{Ref: n.Ref, Score: score, Reasons: reasons, Node: &node})
 	}
 	return out, mapErr(rows.Err())
 }
 
-// searchHit is a ranked search candidate.
-type searchHit struct {
-	nid   int64
-	score int
-}
-
-// rankTerms returns the best limit nodes of scope sid for the query words,
-// by score, then nid, reading the word index only (and, when where holds
-// node filters, each candidate's node row to filter it before the cut).
-//
-// The index rows are summed and ranked here rather than in SQL. On a
-// 100,000-node scope a 3-word query meets ~7,000 index rows. Ranked in SQL
-// (GROUP BY nid sorts them all in a temporary b-tree, and the weight
-// expression costs ~20 VM operations a row) the top 100 took ~6 ms
-// in-process; read as one string of rows packed as nid<<termFieldBits|fields
-// (one row from the driver instead of 7,000, whose per-row cost would
-// dominate) and summed and ranked here, ~2 ms. Ranking by ref instead of
-// nid would need every candidate's node row: the query this replaced
-// joined and sorted them all, ~20 ms for the whole search.
-func rankTerms(ctx context.Context, tx *sql.Tx, sid int64, words []string, where string, fargs []any, limit int) ([]searchHit, error) {
-	from := "node_terms t"
-	if where != "" {
-		// CROSS JOIN keeps the index outermost: the planner must not
-		// start from a scan of the scope's nodes.
-		from += " CROSS JOIN nodes n ON n.nid = t.nid"
+// compileRanking is how a compile's query ranks the nodes of scope that
+// match it, from the index, in the compile's snapshot: every matching
+// node's score and reasons, by ref. nil for a query without words
+// (nothing is scored).
+func compileRanking(ctx context.Context, q searchQueryer, scope, query string) (admission.Ranking, error) {
+	words := queryWords(query)
+	if len(words) == 0 {
+		return nil, nil
 	}
-	q := "SELECT group_concat((t.nid << " + strconv.Itoa(termFieldBits) + ") | (t.fields & " + strconv.Itoa(1<<termFieldBits-1) + ")) FROM " + from +
-		" WHERE t.sid = ? AND t.term IN (?" + strings.Repeat(",?", len(words)-1) + ")" + where
-	args := make([]any, 0, 1+len(words)+len(fargs))
-	args = append(args, sid)
-	for _, w := range words {
-		args = append(args, w)
+	out := admission.Ranking{}
+	var sid int64
+	err := q.QueryRowContext(ctx, "SELECT sid FROM scopes WHERE name = ?", scope).Scan(&sid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, nil
 	}
-	args = append(args, fargs...)
-	var list sql.NullString
-	if err := tx.QueryRowContext(ctx, q, args...).Scan(&list); err != nil || !list.Valid {
+	if err != nil {
 		return nil, err
 	}
-	rs := make([]int64, 0, strings.Count(list.String, ",")+1)
-	for s := range strings.SplitSeq(list.String, ",") {
-		r, err := strconv.ParseInt(s, 10, 64)
+	// Every match is ranked (rankAll): a compile decides every node
+	// anyway, and a score shown for each must be the exact one.
+	hits, err := rankAll(ctx, q, sid, words, nodeFilter{}, -1)
+	if err != nil || len(hits) == 0 {
+		return out, err
+	}
+	rows, err := q.QueryContext(ctx, "SELECT n.kind, n.id, "+textCols+
+		" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value CROSS JOIN node_text t ON t.nid = n.nid ORDER BY j.key",
+		nidList(hits))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for i := 0; rows.Next(); i++ {
+		var kind, id string
+		dst := make([]any, 2+len(ftsColumns))
+		dst[0], dst[1] = &kind, &id
+		text := scanText(dst[2:])
+		if err := rows.Scan(dst...); err != nil {
+			return nil, err
+		}
+		out[kind+":"+id] = admission.Match{Score: hits[i].score, Why: explain(text, words)}
+	}
+	return out, rows.Err()
+}
+
+// rankPast ranks nodes as they were at some past instant for query, the
+// way the index ranks today's nodes (the same tokens, weights and bm25),
+// over their own text: the index holds only the current text. Its
+// statistics (how rare a word is, how long a node) are those of these
+// nodes.
+func rankPast(nodes []kura.Node, query string) admission.Ranking {
+	words := queryWords(query)
+	if len(words) == 0 {
+		return nil
+	}
+	phrases := make([][]string, len(words))
+	for i, w := range words {
+		phrases[i] = recall.Phrase(w)
+	}
+	texts := make([]nodeFields, len(nodes))
+	docs := make([]recall.Doc, len(nodes))
+	for i := range nodes {
+		texts[i] = textOf(&nodes[i])
+		docs[i] = make(recall.Doc, len(ftsColumns))
+		for c, t := range texts[i] {
+			docs[i][c] = recall.Tokens(t)
+		}
+	}
+	scores := recall.BM25(docs, phrases, ftsWeights)
+	out := admission.Ranking{}
+	for i, s := range scores {
+		if s > 0 {
+			out[nodes[i].Ref] = admission.Match{Score: s, Why: explain(&texts[i], words)}
+		}
+	}
+	return out
+}
+
+// textOf is node_text (migration 0012) for a node held in memory: its
+// searchable texts, as the view derives them from the node's row.
+func textOf(n *kura.Node) nodeFields {
+	ident := n.Kind
+	if !kura.ValidID(n.ID) {
+		ident += " " + n.ID
+	}
+	var payload []string
+	for _, p := range []*string{n.PayloadRef, n.Owner} {
+		if p != nil && *p != "" {
+			payload = append(payload, *p)
+		}
+	}
+	var t nodeFields
+	for i, c := range ftsColumns {
+		switch c.name {
+		case "title":
+			t[i] = n.Title
+		case "ident":
+			t[i] = ident
+		case "files":
+			t[i] = strings.Join(n.TargetFiles, "\n")
+		case "summary":
+			t[i] = n.Summary
+		case "payload":
+			t[i] = strings.Join(payload, "\n")
+		case "meta":
+			t[i] = strings.Join(metadataValues(n.Metadata), "\n")
+		}
+	}
+	return t
+}
+
+// metadataValues are the values in a JSON document, in document order, as
+// node_text reads them: strings as they read, numbers and booleans as
+// written (1e21, 100.0, true). Object keys and nulls are left out.
+func metadataValues(doc json.RawMessage) []string {
+	if len(doc) <= 2 { // "{}" holds nothing
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var out []string
+	inObject := []bool{}
+	expectKey := false
+	for {
+		tok, err := dec.Token()
 		if err != nil {
-			return nil, fmt.Errorf("search index rows: %w", err)
+			return out
 		}
-		rs = append(rs, r)
-	}
-	// Sorted, the rows of one node are adjacent and nodes come in nid
-	// order; appending each node to its score's bucket keeps every bucket
-	// in nid order, so the ranking needs no comparison sort of its own.
-	slices.Sort(rs)
-	var buckets [][]int64
-	for i := 0; i < len(rs); {
-		nid, score := rs[i]>>termFieldBits, 0
-		for ; i < len(rs) && rs[i]>>termFieldBits == nid; i++ {
-			score += termWeight[rs[i]&(1<<termFieldBits-1)]
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				inObject = append(inObject, true)
+				expectKey = true
+				continue
+			case '[':
+				inObject = append(inObject, false)
+			case '}', ']':
+				inObject = inObject[:len(inObject)-1]
+			}
+		case string:
+			if expectKey {
+				expectKey = false
+				continue
+			}
+			out = append(out, v)
+		case json.Number:
+			out = append(out, string(v))
+		case bool:
+			out = append(out, strconv.FormatBool(v))
 		}
-		if score >= len(buckets) {
-			buckets = append(buckets, make([][]int64, score+1-len(buckets))...)
-		}
-		buckets[score] = append(buckets[score], nid)
+		// After a value inside an object, the next string is a key.
+		expectKey = len(inObject) > 0 && inObject[len(inObject)-1]
 	}
-	if limit < 0 {
-		limit = len(rs) // as LIMIT -1 in SQL: no limit
-	}
-	var out []searchHit
-	for score := len(buckets) - 1; score >= 0 && len(out) < limit; score-- {
-		for _, nid := range buckets[score][:min(len(buckets[score]), limit-len(out))] {
-			out = append(out, searchHit{nid, score})
-		}
-	}
-	return out, nil
 }

@@ -29,6 +29,9 @@ type Tx struct {
 	now    time.Time
 	events []kura.Event
 	bound  map[string]*sql.Stmt // statements bound to tx, shared by the batch
+	// nodeText are the nodes whose searchable text this job wrote, indexed
+	// once for the whole batch just before it commits (search_index.go).
+	nodeText []int64
 }
 
 // Now is the time of this write, used for every created_at it stamps.
@@ -262,6 +265,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 		return true
 	}
 	var events []kura.Event
+	var indexed []int64
 	anyOK := false
 	bound := make(map[string]*sql.Stmt, 8)
 	// A lone job needs no savepoint: if it fails, the whole transaction is
@@ -311,6 +315,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 		}
 		anyOK = true
 		events = append(events, tx.events...)
+		indexed = append(indexed, tx.nodeText...)
 	}
 	if !anyOK {
 		sqlTx.Rollback()
@@ -318,6 +323,11 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 		for i, j := range batch {
 			j.done <- results[i]
 		}
+		return true
+	}
+	if err := db.indexNodeText(ctx, sqlTx, indexed); err != nil {
+		sqlTx.Rollback()
+		db.failAll(batch, start, db.writeErr(fmt.Errorf("search index: %w", err)))
 		return true
 	}
 	commitStart := time.Now()
