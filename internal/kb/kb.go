@@ -213,32 +213,3 @@ func FormatLookup(q string, entries []kura.KBEntry, more int) string {
 	}
 	return b.String()
 }
-
-// Signature is a 128-bit Bloom filter of a set of folded words or keys,
-// as two 64-bit halves: each item sets three bits picked by its hash (FNV-1a,
-// then a finalizer, because FNV's low bits alone let some words collide in
-// every bit they set). When a query's signature has a bit the entry's
-// lacks, some query item is not in the entry; the converse does not hold.
-// The store keeps an entry's signature on each of its index rows, so a
-// query walking one word's postings skips entries that lack another query
-// word without a lookup, and checks the few that pass exactly.
-func Signature(items []string) (lo, hi int64) {
-	var sig [2]uint64
-	for _, s := range items {
-		h := uint64(14695981039346656037)
-		for i := 0; i < len(s); i++ {
-			h ^= uint64(s[i])
-			h *= 1099511628211
-		}
-		h ^= h >> 33
-		h *= 0xff51afd7ed558ccd
-		h ^= h >> 33
-		h *= 0xc4ceb9fe1a85ec53
-		h ^= h >> 33
-		for j := range 3 {
-			b := (h >> (7 * j)) & 127
-			sig[b>>6] |= 1 << (b & 63)
-		}
-	}
-	return int64(sig[0]), int64(sig[1])
-}
