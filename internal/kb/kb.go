@@ -213,3 +213,36 @@ func FormatLookup(q string, entries []kura.KBEntry, more int) string {
 	}
 	return b.String()
 }
+
+// FormatRankedLookup renders a ranked lookup: the strict matches as
+// FormatLookup does, then the ranked entries, best first, in the same
+// blocks behind one line that says what they are, so a model tells an
+// entry that holds every word of its question from one that holds some.
+// Without ranked entries it is FormatLookup's text, byte for byte; strict
+// matches left out (more > 0) fill the page, so none are ranked then.
+func FormatRankedLookup(q string, strict []kura.KBEntry, more int, ranked []kura.KBEntry) string {
+	if len(ranked) == 0 {
+		return FormatLookup(q, strict, more)
+	}
+	var b strings.Builder
+	if len(strict) > 0 {
+		b.WriteString(FormatLookup(q, strict, 0))
+		b.WriteString(RankedAfterStrict)
+	} else {
+		b.WriteString(RankedOnly)
+	}
+	for i := range ranked {
+		b.WriteString("--- ")
+		b.WriteString(ranked[i].Identifier)
+		b.WriteString(" ---\n")
+		b.WriteString(ranked[i].Value)
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+// The lines that introduce ranked entries in a lookup's text.
+const (
+	RankedOnly        = "(No entry matches every word of the question; the closest entries follow, best match first.)\n\n"
+	RankedAfterStrict = "(The entries below match only some words of the question, best match first.)\n\n"
+)

@@ -63,6 +63,18 @@ func Unaccent(s string) string {
 	}, s)
 }
 
+// FoldRune is one rune as IndexForm folds it: case folded, accent removed.
+func FoldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		return unicode.ToLower(r)
+	}
+	r = foldRune(r)
+	if b, ok := unaccented[r]; ok {
+		return b
+	}
+	return r
+}
+
 // unaccented maps Latin letters with diacritics to their base letter.
 var unaccented = func() map[rune]rune {
 	m := map[rune]rune{}

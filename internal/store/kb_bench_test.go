@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,12 +20,16 @@ func kbBenchEntries(n int, seed uint64) []kura.KBEntryInput {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	parts := strings.Fields("ka lo ven dri mar tes qui zon bel ra nor vik sel tua pre om gal fen ixo dar lum cor ser tal wen")
 	names := make([]string, 3000)
+	seen := map[string]bool{}
 	for i := range names {
-		var b strings.Builder
-		for range 2 + rng.IntN(2) {
-			b.WriteString(parts[rng.IntN(len(parts))])
+		for names[i] == "" || seen[names[i]] {
+			var b strings.Builder
+			for range 2 + rng.IntN(2) {
+				b.WriteString(parts[rng.IntN(len(parts))])
+			}
+			names[i] = strings.ToUpper(b.String()[:1]) + b.String()[1:]
 		}
-		names[i] = strings.ToUpper(b.String()[:1]) + b.String()[1:] + fmt.Sprint(i%7)
+		seen[names[i]] = true
 	}
 	kinds := []string{"contract addresses", "API endpoints", "deployment runbook", "pricing tiers", "incident postmortem",
 		"oncall rotation", "credentials location", "rate limits", "SLA terms", "release notes", "migration plan",
@@ -36,7 +41,7 @@ func kbBenchEntries(n int, seed uint64) []kura.KBEntryInput {
 	forms := []string{"%s %s on %s.", "%[2]s for %[1]s in %[3]s", "Where to find the %s %s (%s)?", "%s: %s, %s edition.",
 		"The %[2]s of %[1]s as used on %[3]s since %[4]d."}
 	out := make([]kura.KBEntryInput, 0, n)
-	seen := map[string]bool{}
+	seen = map[string]bool{}
 	for len(out) < n {
 		name, kind, place := names[rng.IntN(len(names))], kinds[rng.IntN(len(kinds))], places[rng.IntN(len(places))]
 		id := fmt.Sprintf(forms[rng.IntN(len(forms))], name, kind, place, 2019+rng.IntN(8))
@@ -85,4 +90,136 @@ func BenchmarkKB_PutBatch(b *testing.B) {
 		n += batch
 	}
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "entries/s")
+}
+
+// kbQuestion is a question a model might ask about one entry of
+// kbBenchEntries, in its own words.
+func kbQuestion(rng *rand.Rand, e *kura.KBEntryInput) string {
+	return kbQuestionOf(rng.IntN(7), rng, e)
+}
+
+func kbQuestionOf(kind0 int, rng *rand.Rand, e *kura.KBEntryInput) string {
+	name, kind, place := e.Keys[0], e.Keys[1], e.Keys[2]
+	switch kind0 {
+	case 0:
+		return fmt.Sprintf("What are the %s %s on %s?", name, kind, place)
+	case 1:
+		return fmt.Sprintf("where can I find the %s for %s", kind, name)
+	case 2:
+		return name + " " + kind
+	case 3: // a misspelt name
+		r := []byte(strings.ToLower(name))
+		i := 1 + rng.IntN(len(r)-2)
+		r[i], r[i+1] = r[i+1], r[i]
+		return fmt.Sprintf("show me the %s %s", r, kind)
+	case 4:
+		return fmt.Sprintf("how do I get the %s of %s in %s", strings.TrimSuffix(kind, "s"), name, place)
+	case 5:
+		return fmt.Sprintf("%s router address on %s", name, place)
+	}
+	return fmt.Sprintf("Tell me about %s", name)
+}
+
+// BenchmarkKB_Lookup asks model-style questions (kbQuestion) of a
+// knowledge base of 100,000 entries through the ranked lookup, and
+// reports the latency percentiles and how often the entry asked about is
+// the first answer (hit@1) or among the first five (hit@5).
+func BenchmarkKB_Lookup(b *testing.B) {
+	const n = 100_000
+	db := MustOpenStore(b)
+	ctx := context.Background()
+	all := kbBenchEntries(n, 1)
+	for i := 0; i < n; i += kura.MaxKBBatch {
+		if _, err := db.PutKBEntries(ctx, "bench", all[i:i+kura.MaxKBBatch]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	var lat []time.Duration
+	hit1, hit5, none := 0, 0, 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e := &all[rng.IntN(n)]
+		q := kbQuestion(rng, e)
+		start := time.Now()
+		res, err := db.LookupKB(ctx, "bench", kura.KBLookup{Q: q, Limit: 10})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		var got []string
+		for _, s := range res.Strict {
+			got = append(got, s.Identifier)
+		}
+		for _, h := range res.Ranked {
+			got = append(got, h.Identifier)
+		}
+		if len(got) == 0 {
+			none++
+		}
+		for j, id := range got {
+			if id == e.Identifier {
+				if j == 0 {
+					hit1++
+				}
+				if j < 5 {
+					hit5++
+				}
+			}
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(hit1)/float64(b.N), "hit@1")
+	b.ReportMetric(float64(hit5)/float64(b.N), "hit@5")
+	b.ReportMetric(float64(none), "none")
+}
+
+func BenchmarkKB_LookupKinds(b *testing.B) {
+	const n = 100_000
+	db := MustOpenStore(b)
+	ctx := context.Background()
+	all := kbBenchEntries(n, 1)
+	for i := 0; i < n; i += kura.MaxKBBatch {
+		if _, err := db.PutKBEntries(ctx, "bench", all[i:i+kura.MaxKBBatch]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for k := range 7 {
+		var lat []time.Duration
+		hit5 := 0
+		var slow string
+		var slowest time.Duration
+		for range 300 {
+			e := &all[rng.IntN(n)]
+			q := kbQuestionOf(k, rng, e)
+			start := time.Now()
+			res, err := db.LookupKB(ctx, "bench", kura.KBLookup{Q: q, Limit: 10})
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := time.Since(start)
+			lat = append(lat, d)
+			if d > slowest {
+				slowest, slow = d, q
+			}
+			var got []string
+			for _, s := range res.Strict {
+				got = append(got, s.Identifier)
+			}
+			for _, h := range res.Ranked {
+				got = append(got, h.Identifier)
+			}
+			for j, id := range got {
+				if id == e.Identifier && j < 5 {
+					hit5++
+				}
+			}
+		}
+		slices.Sort(lat)
+		fmt.Printf("kind %d p50 %v p99 %v hit5 %.2f slowest %q %v\n", k, lat[len(lat)/2], lat[len(lat)*99/100], float64(hit5)/300, slow, slowest)
+	}
 }

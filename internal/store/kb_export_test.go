@@ -228,23 +228,6 @@ func isASCIIWord(w string) bool {
 	return true
 }
 
-func rowids(ctx context.Context, q queryer, query string, args ...any) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
-}
-
 // SetKBCacheMin sets the smallest posting the cached plan takes and keeps.
 // Missing postings are then read inline, so which plan answers is
 // deterministic.

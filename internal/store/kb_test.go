@@ -595,22 +595,37 @@ func TestKB_Lookup(t *testing.T) {
 	for _, in := range kbtest.Entries {
 		ref.Insert(in.Identifier, in.Keys, in.Value)
 	}
-	for _, q := range []string{"Uniswap", "contract addresses", "AAVE Ethereum", "Solana", "Dex contracts", "money market contracts", "?!", "lending"} {
-		p, err := db.LookupKB(ctx, "knowledge", "", q, 100)
+	lookup := func(name, q string, limit int, mode string) *kura.KBLookupResult {
+		t.Helper()
+		res, err := db.LookupKB(ctx, name, kura.KBLookup{Q: q, Limit: limit, Mode: mode})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := ref.Lookup(q)
-		if !slices.Equal(idents(p.Entries), idents(want)) || p.Count != len(want) {
-			t.Errorf("lookup %q: got %q (%d), want %q", q, idents(p.Entries), p.Count, idents(want))
+		return res
+	}
+	// The strict matches are the spec's tool bridge, in both modes; in
+	// the strict mode they are all there is.
+	for _, q := range []string{"Uniswap", "contract addresses", "AAVE Ethereum", "Solana", "Dex contracts", "money market contracts", "?!", "lending"} {
+		for _, mode := range []string{kura.KBLookupStrict, ""} {
+			res := lookup("knowledge", q, 100, mode)
+			want := ref.Lookup(q)
+			if !slices.Equal(idents(res.Strict), idents(want)) || res.Count != len(want) {
+				t.Errorf("lookup %q (mode %q): got %q (%d), want %q", q, mode, idents(res.Strict), res.Count, idents(want))
+			}
+			if mode == kura.KBLookupStrict && len(res.Ranked) != 0 {
+				t.Errorf("strict lookup %q ranked %d entries", q, len(res.Ranked))
+			}
 		}
 	}
-	p, _ := db.LookupKB(ctx, "knowledge", "", "ethereum", 1)
-	if len(p.Entries) != 1 || p.Count != 2 {
-		t.Errorf("limited lookup: %d entries, count %d", len(p.Entries), p.Count)
+	res := lookup("knowledge", "ethereum", 1, "")
+	if len(res.Strict) != 1 || res.Count != 2 || len(res.Ranked) != 0 {
+		t.Errorf("limited lookup: %d entries, count %d, %d ranked", len(res.Strict), res.Count, len(res.Ranked))
 	}
-	if p, err := db.LookupKB(ctx, "nothing", "", "x", 10); err != nil || p.Count != 0 {
-		t.Errorf("unknown kb: %+v %v", p, err)
+	if res := lookup("nothing", "x", 10, ""); res.Count != 0 || len(res.Ranked) != 0 {
+		t.Errorf("unknown kb: %+v", res)
+	}
+	if _, err := db.LookupKB(ctx, "knowledge", kura.KBLookup{Q: "x", Mode: "fuzzy"}); kura.ErrorCode(err) != kura.EInvalid {
+		t.Errorf("mode fuzzy: %v, want invalid_argument", err)
 	}
 }
 
