@@ -238,3 +238,8 @@ func (db *DB) WaitKBLoads() { db.kbLoads.Wait() }
 
 // KBCacheHits counts the postings served from memory.
 func (db *DB) KBCacheHits() int64 { return db.kbPostings.hits.Load() }
+
+// SetKBRankBounds lowers the ranking's budget (entries bm25() may score
+// for a question) and sample (entries a common word's frequency is
+// estimated on), so small knowledge bases take every path of the ranking.
+func (db *DB) SetKBRankBounds(budget, sample int) { db.kbRankBounds = [2]int{budget, sample} }

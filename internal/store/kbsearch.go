@@ -70,7 +70,7 @@ const (
 // rankTerm is a question's word as the ranking sees it.
 type rankTerm struct {
 	kb.Term
-	n      int // entries holding it: exact up to kbRankBudget, else estimated
+	n      int // entries holding it: exact up to the budget, else estimated
 	common bool
 }
 
@@ -86,16 +86,21 @@ type rankHit struct {
 
 // kbRanker ranks the entries of one space in one read snapshot.
 type kbRanker struct {
-	rtx      *kbTx
-	sp       int64
-	lo, hi   int64
-	total    int   // entries in the space
-	sampleHi int64 // the rowid of the space's kbSample-th entry, once read
+	rtx            *kbTx
+	sp             int64
+	lo, hi         int64
+	total          int   // entries in the space
+	budget, sample int   // kbRankBudget and kbSample, smaller in tests
+	sampleHi       int64 // the rowid of the space's sample-th entry, once read
 }
 
 func newKBRanker(rtx *kbTx, sp int64, total int) *kbRanker {
 	lo, hi := kbRange(sp)
-	return &kbRanker{rtx: rtx, sp: sp, lo: lo, hi: hi, total: total}
+	r := &kbRanker{rtx: rtx, sp: sp, lo: lo, hi: hi, total: total, budget: kbRankBudget, sample: kbSample}
+	if b := rtx.db.kbRankBounds; b[0] > 0 {
+		r.budget, r.sample = b[0], b[1]
+	}
+	return r
 }
 
 // countUpTo counts the entries matching expr, stopping at max.
@@ -157,35 +162,35 @@ func (r *kbRanker) terms(ctx context.Context, q string) ([]*rankTerm, error) {
 }
 
 // count says how many entries of the space hold t: exactly when they are
-// at most kbRankBudget, else an estimate above it. A word that atLeast
+// at most the budget, else an estimate above it. A word that atLeast
 // identifiers hold (more than the budget), or that the scope's first
-// kbSample entries hold often enough to put it over the budget, is
+// sample entries hold often enough to put it over the budget, is
 // estimated from that sample; only the others are counted in full, and a
-// count stops past the budget. So a common word costs at most kbSample
-// index rows, never its whole posting.
+// count stops past the budget. So a common word costs at most a sample's
+// worth of index rows, never its whole posting.
 func (r *kbRanker) count(ctx context.Context, t *rankTerm, atLeast int) (int, error) {
-	if r.total <= kbSample {
-		return r.countUpTo(ctx, t.phrase(), r.hi, kbSample)
+	if r.total <= r.sample {
+		return r.countUpTo(ctx, t.phrase(), r.hi, r.sample)
 	}
 	if r.sampleHi == 0 {
 		var eid int64
-		if err := r.rtx.QueryRowContext(ctx, qKBSampleEnd, r.sp, kbSample-1).Scan(&eid); err != nil {
+		if err := r.rtx.QueryRowContext(ctx, qKBSampleEnd, r.sp, r.sample-1).Scan(&eid); err != nil {
 			return 0, err
 		}
 		r.sampleHi = kbRowid(r.sp, eid)
 	}
-	m, err := r.countUpTo(ctx, t.phrase(), r.sampleHi, kbSample)
+	m, err := r.countUpTo(ctx, t.phrase(), r.sampleHi, r.sample)
 	if err != nil {
 		return 0, err
 	}
-	est := m * r.total / kbSample
-	if atLeast <= kbRankBudget && est <= kbRankBudget {
-		n, err := r.countUpTo(ctx, t.phrase(), r.hi, kbRankBudget+1)
-		if err != nil || n <= kbRankBudget {
+	est := m * r.total / r.sample
+	if atLeast <= r.budget && est <= r.budget {
+		n, err := r.countUpTo(ctx, t.phrase(), r.hi, r.budget+1)
+		if err != nil || n <= r.budget {
 			return n, err
 		}
 	}
-	return max(atLeast, est, kbRankBudget+1), nil
+	return max(atLeast, est, r.budget+1), nil
 }
 
 // correct finds the word a misspelt one most likely meant among the
@@ -264,7 +269,7 @@ func (r *kbRanker) rank(ctx context.Context, q string, want int, exclude map[int
 	var rare, common []*rankTerm
 	sum := 0
 	for _, t := range order {
-		if sum+t.n <= kbRankBudget {
+		if sum+t.n <= r.budget {
 			sum += t.n
 			rare = append(rare, t)
 		} else {
@@ -276,7 +281,7 @@ func (r *kbRanker) rank(ctx context.Context, q string, want int, exclude map[int
 	for i, t := range terms {
 		all[i] = t.Term
 	}
-	window := min(want+len(exclude)+kbRankSlack, kbRankBudget)
+	window := min(want+len(exclude)+kbRankSlack, r.budget)
 	found := map[int64]bool{}
 	var hits []*rankHit
 	best := 0.0 // the best score, for the floor

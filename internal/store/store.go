@@ -94,14 +94,17 @@ type DB struct {
 	kbStmts    stmtCache            // prepared knowledge-base reads (kb.go)
 	kbPostings postingCache         // copies of large postings (kbcache.go)
 	kbLoads    sync.WaitGroup       // background readers of postings
-	scopes     scopeCache           // the last read of compiled scopes (context_cache.go)
-	lastSeq    atomic.Int64
-	counts     struct{ records, ledgers, events atomic.Int64 }
-	hookMu     sync.Mutex
-	hooks      []CommitHook
-	evMu       sync.Mutex
-	evCh       chan struct{} // closed and replaced at each commit that wrote events
-	stats      WriterStats
+	// kbRankBounds, when set, replace the ranking's budget and sample
+	// (kbsearch.go) so tests reach its paths with small knowledge bases.
+	kbRankBounds [2]int
+	scopes       scopeCache // the last read of compiled scopes (context_cache.go)
+	lastSeq      atomic.Int64
+	counts       struct{ records, ledgers, events atomic.Int64 }
+	hookMu       sync.Mutex
+	hooks        []CommitHook
+	evMu         sync.Mutex
+	evCh         chan struct{} // closed and replaced at each commit that wrote events
+	stats        WriterStats
 
 	written  [numWrittenKinds]atomic.Int64   // writes committed since Open, by kind
 	batchObs atomic.Pointer[[]BatchObserver] // copy-on-write under hookMu
