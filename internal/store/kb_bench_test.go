@@ -3,7 +3,10 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"github.com/kura-memory/kura/internal/recall"
 	"math/rand/v2"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -120,13 +123,19 @@ func kbQuestionOf(kind0 int, rng *rand.Rand, e *kura.KBEntryInput) string {
 	return fmt.Sprintf("Tell me about %s", name)
 }
 
-// BenchmarkKB_Lookup asks model-style questions (kbQuestion) of a
-// knowledge base of 100,000 entries through the ranked lookup, and
-// reports the latency percentiles and how often the entry asked about is
-// the first answer (hit@1) or among the first five (hit@5).
+// BenchmarkKB_Lookup asks model-style questions (kbQuestionOf, every kind
+// in turn) of a knowledge base of 100,000 entries through the ranked
+// lookup with its default limit, and reports the latency percentiles (wall
+// and, where the platform says, the CPU time of the asking thread, which
+// other processes on the machine do not inflate), how often the entry
+// asked about is the first answer (hit@1) or among the first five (hit@5),
+// how often nothing is answered, and hit@5 of plain BM25 over the same
+// text (FTS5's bm25() over every column, every word of the question) as
+// the baseline. b.N questions after 1,000 untimed ones.
 func BenchmarkKB_Lookup(b *testing.B) {
 	const n = 100_000
-	db := MustOpenStore(b)
+	path := filepath.Join(b.TempDir(), "kura.db")
+	db := mustOpenAt(b, path, nil)
 	ctx := context.Background()
 	all := kbBenchEntries(n, 1)
 	for i := 0; i < n; i += kura.MaxKBBatch {
@@ -134,19 +143,33 @@ func BenchmarkKB_Lookup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	rng := rand.New(rand.NewPCG(7, 7))
-	var lat []time.Duration
-	hit1, hit5, none := 0, 0, 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		e := &all[rng.IntN(n)]
-		q := kbQuestion(rng, e)
-		start := time.Now()
-		res, err := db.LookupKB(ctx, "bench", kura.KBLookup{Q: q, Limit: 10})
+	raw := rawDB(b, path)
+	baseline := func(q string) []string {
+		var terms []string
+		for _, w := range recall.Words(q) {
+			terms = append(terms, w)
+		}
+		rows, err := raw.Query("SELECT e.identifier FROM kb_fts f JOIN kb_entries e ON e.eid = f.rowid % 1099511627776 WHERE kb_fts MATCH ? ORDER BY bm25(kb_fts) LIMIT 5", recall.MatchExpr(terms))
 		if err != nil {
 			b.Fatal(err)
 		}
-		lat = append(lat, time.Since(start))
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var id string
+			rows.Scan(&id)
+			out = append(out, id)
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	ask := func(q string) ([]string, time.Duration, time.Duration) {
+		c0, w0 := threadCPU(), time.Now()
+		res, err := db.LookupKB(ctx, "bench", kura.KBLookup{Q: q})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu, wall := threadCPU()-c0, time.Since(w0)
 		var got []string
 		for _, s := range res.Strict {
 			got = append(got, s.Identifier)
@@ -154,72 +177,46 @@ func BenchmarkKB_Lookup(b *testing.B) {
 		for _, h := range res.Ranked {
 			got = append(got, h.Identifier)
 		}
+		return got, cpu, wall
+	}
+	for i := range 1000 {
+		ask(kbQuestionOf(i%7, rng, &all[rng.IntN(n)]))
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu, wall []time.Duration
+	hit1, hit5, base5, none := 0, 0, 0, 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e := &all[rng.IntN(n)]
+		q := kbQuestionOf(i%7, rng, e)
+		got, c, w := ask(q)
+		cpu, wall = append(cpu, c), append(wall, w)
 		if len(got) == 0 {
 			none++
 		}
-		for j, id := range got {
-			if id == e.Identifier {
-				if j == 0 {
-					hit1++
-				}
-				if j < 5 {
-					hit5++
-				}
-			}
+		if j := slices.Index(got, e.Identifier); j == 0 {
+			hit1++
 		}
+		if j := slices.Index(got, e.Identifier); j >= 0 && j < 5 {
+			hit5++
+		}
+		b.StopTimer()
+		if slices.Contains(baseline(q), e.Identifier) {
+			base5++
+		}
+		b.StartTimer()
 	}
 	b.StopTimer()
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	slices.Sort(cpu)
+	slices.Sort(wall)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(wall[len(wall)/2]), "p50-ms")
+	b.ReportMetric(ms(wall[len(wall)*99/100]), "p99-ms")
+	b.ReportMetric(ms(cpu[len(cpu)/2]), "cpu-p50-ms")
+	b.ReportMetric(ms(cpu[len(cpu)*99/100]), "cpu-p99-ms")
 	b.ReportMetric(float64(hit1)/float64(b.N), "hit@1")
 	b.ReportMetric(float64(hit5)/float64(b.N), "hit@5")
+	b.ReportMetric(float64(base5)/float64(b.N), "bm25-hit@5")
 	b.ReportMetric(float64(none), "none")
-}
-
-func BenchmarkKB_LookupKinds(b *testing.B) {
-	const n = 100_000
-	db := MustOpenStore(b)
-	ctx := context.Background()
-	all := kbBenchEntries(n, 1)
-	for i := 0; i < n; i += kura.MaxKBBatch {
-		if _, err := db.PutKBEntries(ctx, "bench", all[i:i+kura.MaxKBBatch]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	rng := rand.New(rand.NewPCG(7, 7))
-	for k := range 7 {
-		var lat []time.Duration
-		hit5 := 0
-		var slow string
-		var slowest time.Duration
-		for range 300 {
-			e := &all[rng.IntN(n)]
-			q := kbQuestionOf(k, rng, e)
-			start := time.Now()
-			res, err := db.LookupKB(ctx, "bench", kura.KBLookup{Q: q, Limit: 10})
-			if err != nil {
-				b.Fatal(err)
-			}
-			d := time.Since(start)
-			lat = append(lat, d)
-			if d > slowest {
-				slowest, slow = d, q
-			}
-			var got []string
-			for _, s := range res.Strict {
-				got = append(got, s.Identifier)
-			}
-			for _, h := range res.Ranked {
-				got = append(got, h.Identifier)
-			}
-			for j, id := range got {
-				if id == e.Identifier && j < 5 {
-					hit5++
-				}
-			}
-		}
-		slices.Sort(lat)
-		fmt.Printf("kind %d p50 %v p99 %v hit5 %.2f slowest %q %v\n", k, lat[len(lat)/2], lat[len(lat)*99/100], float64(hit5)/300, slow, slowest)
-	}
 }

@@ -321,7 +321,12 @@ func (r *kbRanker) rank(ctx context.Context, q string, want int, exclude map[int
 			best = max(best, h.score)
 		}
 	}
-	if len(common) > 0 && len(hits) < want && !commonCannotReach(best, common, floor) {
+	// Common words find entries by themselves when the rare ones found
+	// too few; for a lookup (floor > 0) only when they found none: the
+	// entries holding a rare word are what a model asked about, and
+	// padding its answer with entries holding only common words buys
+	// nothing the floor would keep.
+	if len(common) > 0 && len(hits) < want && !(floor > 0 && len(hits) > 0) && !commonCannotReach(best, common, floor) {
 		more, err := r.gather(ctx, rare, common, window-len(hits), exclude, found)
 		if err != nil {
 			return nil, err
