@@ -419,3 +419,34 @@ func bruteForce(entries []kura.KBEntry, q string) []refHit {
 	})
 	return hits
 }
+
+// FuzzKB_Search asks any question of a small knowledge base: the ranking
+// never fails, never finds an entry without saying why, and answers best
+// first; a lookup's ranked entries never repeat its strict matches.
+func FuzzKB_Search(f *testing.F) {
+	for _, q := range []string{"what is the uniswap router address", `"quoted" AND NEAR(a b) col:x * ^ OR NOT`,
+		"uniswop", "東京タワー", "ΟΔΟΣ \u212a", "café\u0301", "\x00\xff", strings.Repeat("a", 70), strings.Repeat("word ", 40),
+		"🚀 rocket", "١٢٣ 2023", "x²", "'; DROP TABLE kb_entries; --", "the the the"} {
+		f.Add(q)
+	}
+	db := MustOpenStore(f)
+	rankSeed(f, db)
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, q string) {
+		hits := search(t, db, "", q, 0)
+		for i, h := range hits {
+			if len(h.Reasons) == 0 || h.Score <= 0 || i > 0 && h.Score > hits[i-1].Score {
+				t.Fatalf("%q: hit %d %+v", q, i, h)
+			}
+		}
+		res, err := db.LookupKB(ctx, "r", kura.KBLookup{Q: q})
+		if err != nil {
+			t.Fatalf("lookup %q: %v", q, err)
+		}
+		for _, h := range res.Ranked {
+			if slices.ContainsFunc(res.Strict, func(e kura.KBEntry) bool { return e.ID == h.ID }) {
+				t.Fatalf("lookup %q: %q is strict and ranked", q, h.Identifier)
+			}
+		}
+	})
+}
