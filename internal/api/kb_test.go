@@ -213,7 +213,7 @@ func TestKB_RankedOverHTTP(t *testing.T) {
 
 	block := func(in kura.KBEntryInput) string { return "--- " + in.Identifier + " ---\n" + in.Value + "\n\n" }
 	for _, tc := range []struct {
-		q, mode, want string
+		q, mode, want   string
 		matches, ranked string
 	}{
 		{"what is the uniswap router address", "", kb.RankedOnly + block(v3) + block(kbtest.Uniswap), "0", "2"},

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -14,21 +15,26 @@ import (
 )
 
 // Ranked knowledge-base search: a question in a model's own words, over
-// kb_fts (identifier, keys and value, stemmed, weighted by kb.Weights).
+// kb_fts (identifier, keys and value, stemmed, case and accents folded).
 //
 // SQLite's bm25() costs about a microsecond for every entry that holds one
-// of the query's words, and before the first row it reads the whole
-// posting of every word to learn how common it is: a word held by every
-// entry (the "runbook" of a boilerplate footer) costs milliseconds by
-// itself. So a question's words are split by how many entries of the scope
-// hold them (counted up to a bound, never further): the rare words, whose
-// entries add up to at most kbRankBudget, are ranked by bm25() in SQLite;
-// the common ones only re-rank the entries the rare ones found (their
-// contribution computed here, kb.Occur, from an IDF estimated on a sample),
-// and find entries by themselves only when the rare words found too few,
-// through unranked FTS5 queries that stop at the first matches (all the
-// common words in the identifier first, then anywhere, then fewer of
-// them). A question's cost is bounded by the budget, whatever its words.
+// of the question's words, and before its first row it reads the whole
+// posting of every word to learn how common it is: a word every entry holds
+// (the "runbook" of a boilerplate footer) costs milliseconds by itself. So
+// the words are split by how many entries of the scope hold them, counted
+// no further than a bound or estimated on a sample: the rare words, whose
+// entries add up to at most kbRankBudget, find the entries (bm25() picks
+// the best of them when they are more than the page needs); the common
+// ones only re-rank what the rare ones found, and find entries by
+// themselves only when the rare ones found too few, through unranked FTS5
+// queries that stop at the first matches (all the common words in the
+// identifier first, then anywhere, then fewer of them). A question's cost
+// is bounded, whatever its words.
+//
+// The entries found are scored here, by kb.Occur and kb.TermScore: BM25
+// over every word of the question with the scope's own counts. bm25()'s
+// figures count every scope of every knowledge base and fall to nothing for
+// a word half the entries hold, so they only choose which entries to score.
 
 const (
 	// kbRankBudget bounds how many entries bm25() scores for one question.
@@ -89,9 +95,10 @@ type kbRanker struct {
 	rtx            *kbTx
 	sp             int64
 	lo, hi         int64
-	total          int   // entries in the space
-	budget, sample int   // kbRankBudget and kbSample, smaller in tests
-	sampleHi       int64 // the rowid of the space's sample-th entry, once read
+	total          int     // entries in the space
+	budget, sample int     // kbRankBudget and kbSample, smaller in tests
+	sampleHi       int64   // the rowid of the space's sample-th entry, once read
+	avgLength      float64 // the words of an entry, on average (see score)
 }
 
 func newKBRanker(rtx *kbTx, sp int64, total int) *kbRanker {
@@ -131,11 +138,12 @@ func (r *kbRanker) terms(ctx context.Context, q string) ([]*rankTerm, error) {
 		if t.Form() == "" || seen[t.Form()] {
 			continue
 		}
+		// Every word is letters and digits in a quoted phrase, so FTS5
+		// takes it (one its tokenizer finds nothing in matches nothing):
+		// an error here is the database's.
 		n, err := r.count(ctx, t, inIdent[w])
 		if err != nil {
-			// A word FTS5 cannot take as a phrase (its tokenizer finds
-			// nothing in it) finds nothing.
-			continue
+			return nil, err
 		}
 		if n == 0 {
 			fix, err := r.correct(ctx, w)
@@ -149,7 +157,10 @@ func (r *kbRanker) terms(ctx context.Context, q string) ([]*rankTerm, error) {
 			if seen[t.Form()] {
 				continue
 			}
-			if n, err = r.count(ctx, t, 0); err != nil || n == 0 {
+			if n, err = r.count(ctx, t, 0); err != nil {
+				return nil, err
+			}
+			if n == 0 {
 				continue
 			}
 		}
@@ -248,12 +259,6 @@ func (r *kbRanker) correct(ctx context.Context, w string) (string, error) {
 // rank returns the want best entries for q that are not in exclude, best
 // first. With floor > 0, entries scoring below floor times the best score
 // of all, the excluded entries' included, are left out.
-//
-// Scores are BM25 computed here over every word of the question (kb.Occur
-// and kb.TermScore), with the scope's own entry counts: bm25() in SQLite
-// only picks which of many entries holding rare words are worth scoring,
-// and its figures, which count every scope of every knowledge base and
-// turn to zero for a word held by half the entries, are not shown.
 func (r *kbRanker) rank(ctx context.Context, q string, want int, exclude map[int64]bool, floor float64) ([]kura.KBHit, error) {
 	if want <= 0 {
 		return nil, nil
@@ -346,7 +351,7 @@ func (r *kbRanker) rank(ctx context.Context, q string, want int, exclude map[int
 		case a.score < b.score:
 			return 1
 		}
-		return int(a.eid - b.eid)
+		return cmp.Compare(a.eid, b.eid)
 	})
 	if floor > 0 {
 		cut := floor * max(best, hits[0].score)
@@ -360,7 +365,9 @@ func (r *kbRanker) rank(ctx context.Context, q string, want int, exclude map[int
 	return out, nil
 }
 
-// score loads hits' entries and scores them by every term.
+// score loads hits' entries and scores them by every term. The first
+// entries a question scores stand in for the scope's average length, so
+// every entry of one answer is measured against the same one.
 func (r *kbRanker) score(ctx context.Context, hits []*rankHit, terms []kb.Term) error {
 	if len(hits) == 0 {
 		return nil
@@ -373,11 +380,12 @@ func (r *kbRanker) score(ctx context.Context, hits []*rankHit, terms []kb.Term) 
 		h.occ = kb.Occur(h.entry, terms)
 		length += h.occ.Length
 	}
-	// The entries scored stand in for the scope's average length.
-	avg := float64(length) / float64(len(hits))
+	if r.avgLength == 0 {
+		r.avgLength = float64(length) / float64(len(hits))
+	}
 	for _, h := range hits {
 		for i, t := range terms {
-			h.score += h.occ.TermScore(i, t.IDF, avg)
+			h.score += h.occ.TermScore(i, t.IDF, r.avgLength)
 		}
 	}
 	return nil
