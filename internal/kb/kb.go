@@ -1,9 +1,10 @@
 // Package kb holds the knowledge-base rules (shared/seeds: the "Ledger"):
 // how identifiers and queries are cut into words, how keys compare, what
-// each query form matches, and the text a lookup hands a model. It is pure:
-// the store indexes with these functions and answers with SQL, and Ledger
-// below is the same semantics as a plain in-memory scan, the reference the
-// store is tested against.
+// each query form matches, how a question in a model's own words scores an
+// entry and why (rank.go), and the text a lookup hands a model. It is
+// pure: the store indexes with these functions and answers with SQL, and
+// Ledger below is the same semantics as a plain in-memory scan, the
+// reference the store is tested against.
 package kb
 
 import (
