@@ -910,3 +910,36 @@ func mustJSON(tb testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+// TestKB_StrictQueriesStayExact: where SQLite's own tokenizer would cut
+// or fold differently from the spec's rules (kb.Words, kb.Fold), the
+// strict queries still answer as the rules say, because kb_terms holds the
+// rules' words and keys as opaque tokens: "x²" is the word x (² is no
+// digit), İ is not I, accents and stems never match, final sigma and the
+// Kelvin sign fold.
+func TestKB_StrictQueriesStayExact(t *testing.T) {
+	db := MustOpenStore(t)
+	var ref kb.Ledger
+	for _, in := range []kura.KBEntryInput{
+		{Identifier: "x² units", Keys: []string{"Ⅻ"}},
+		{Identifier: "İstanbul office", Keys: []string{"İ"}},
+		{Identifier: "déjà vu", Keys: []string{"Déjà"}},
+		{Identifier: "Uniswap contract addresses", Keys: []string{"Addresses"}},
+		{Identifier: "ΟΔΟΣ \u212a", Keys: []string{"οδος"}},
+	} {
+		mustKB(t, db, "x", in)
+		ref.Insert(in.Identifier, in.Keys, in.Value)
+	}
+	for _, q := range []kura.KBQuery{
+		{Identifier: ptr("x")}, {Identifier: ptr("x²")}, {Identifier: ptr("2")}, {Key: ptr("ⅻ")}, {Key: ptr("XII")},
+		{Identifier: ptr("istanbul")}, {Identifier: ptr("İSTANBUL")}, {Key: ptr("i")}, {Key: ptr("İ")},
+		{Identifier: ptr("deja")}, {Identifier: ptr("DÉJÀ")}, {Key: ptr("deja")},
+		{Identifier: ptr("address")}, {Identifier: ptr("addresses")}, {Key: ptr("address")},
+		{Identifier: ptr("οδοσ k")}, {Identifier: ptr("ὀδος")}, {Key: ptr("ΟΔΟΣ")},
+	} {
+		got, n := queryAll(t, db, "x", q)
+		if want := ref.Query(&q); !slices.Equal(idents(got), idents(want)) || n != len(want) {
+			t.Errorf("%s: got %q (%d), want %q", describe(q), idents(got), n, idents(want))
+		}
+	}
+}
