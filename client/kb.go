@@ -32,6 +32,18 @@ type (
 	// KBVersion is one version of an identifier; a delete or clear is a
 	// tombstone with null keys and value.
 	KBVersion = kura.KBVersion
+	// KBSearchPage answers a ranked search: entries best first.
+	KBSearchPage = kura.KBSearchPage
+	// KBHit is one ranked entry with its score and what matched.
+	KBHit = kura.KBHit
+)
+
+// Lookup modes (LookupKBMode): ranked (the default) puts the strict
+// matches first and the best-ranked other entries after them; strict
+// answers the strict matches only.
+const (
+	KBLookupRanked = kura.KBLookupRanked
+	KBLookupStrict = kura.KBLookupStrict
 )
 
 // KB history operations (KBVersion.Op).
@@ -291,15 +303,25 @@ func (c *Client) KBHistory(ctx context.Context, name, scope, identifier string, 
 // LookupKB asks a knowledge base a question the way a model's tool would
 // (GET /v1/kb/{kb}/lookup) and returns kurad's plain-text answer as it is:
 // "--- <identifier> ---\n<value>\n\n" per entry whose identifier holds
-// every word of q (else per entry with a key equal to q), or
+// every word of q (else per entry with a key equal to q), then the
+// best-ranked other entries behind one line saying so, or
 // "No knowledge found for: <q>". limit 0 is the server's default (100).
 func (c *Client) LookupKB(ctx context.Context, name, scope, q string, limit int) (string, error) {
+	return c.LookupKBMode(ctx, name, scope, q, "", limit)
+}
+
+// LookupKBMode is LookupKB in a given mode: KBLookupRanked (or "", the
+// server's default) or KBLookupStrict (the strict matches only).
+func (c *Client) LookupKBMode(ctx context.Context, name, scope, q, mode string, limit int) (string, error) {
 	if isEmpty(name) {
 		return "", errMissingID("kb")
 	}
 	v := scopeValues(scope, "q", q)
 	if limit > 0 {
 		v.Set("limit", strconv.Itoa(limit))
+	}
+	if mode != "" {
+		v.Set("mode", mode)
 	}
 	// The answer is text: take the body raw, and still hand it to a
 	// caller that asked for the raw answer.
@@ -312,4 +334,22 @@ func (c *Client) LookupKB(ctx context.Context, name, scope, q string, limit int)
 		*outer = append((*outer)[:0], raw...)
 	}
 	return string(raw), nil
+}
+
+// SearchKB ranks a scope's entries for a question in any words
+// (GET /v1/kb/{kb}/search): best first, each with its score and the
+// reasons it was found. limit 0 is the server's default (100).
+func (c *Client) SearchKB(ctx context.Context, name, scope, q string, limit int) (*KBSearchPage, error) {
+	if isEmpty(name) {
+		return nil, errMissingID("kb")
+	}
+	v := scopeValues(scope, "q", q)
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	var out KBSearchPage
+	if err := c.do(ctx, "kb search", http.MethodGet, kbPath(name, "search"), v, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -70,6 +70,23 @@ func TestE2E_KB(t *testing.T) {
 		if e := wantCode(t, err, client.EInvalid); e.Details["field"] != "q" {
 			t.Errorf("empty question: %+v", e)
 		}
+		// A question in a model's words: nothing matches strictly, the
+		// ranking finds the entry.
+		q := "what is the uniswap router address"
+		if got, err := c.LookupKBMode(ctx, "knowledge", "", q, client.KBLookupStrict, 0); err != nil || got != "No knowledge found for: "+q {
+			t.Errorf("strict lookup %q: got %q, %v", q, got, err)
+		}
+		if got, err := c.LookupKB(ctx, "knowledge", "", q, 0); err != nil || !strings.Contains(got, "--- "+kbtest.Uniswap.Identifier+" ---") {
+			t.Errorf("lookup %q: got %q, %v", q, got, err)
+		}
+		page, err := c.SearchKB(ctx, "knowledge", "", q, 0)
+		if err != nil || len(page.Entries) == 0 || page.Entries[0].Identifier != kbtest.Uniswap.Identifier || page.Entries[0].Score <= 0 || len(page.Entries[0].Reasons) == 0 {
+			t.Errorf("search %q: %+v, %v", q, page, err)
+		}
+		_, err = c.SearchKB(ctx, "knowledge", "", " ", 0)
+		if e := wantCode(t, err, client.EInvalid); e.Details["field"] != "q" {
+			t.Errorf("blank search: %+v", e)
+		}
 	})
 
 	uni := kbtest.Uniswap.Identifier
@@ -253,6 +270,12 @@ func TestClient_KBRequests(t *testing.T) {
 			seen{"GET", "/v1/kb/kb/history?identifier=x", "", ""}},
 		{"LookupKB", func() error { _, err := c.LookupKB(ctx, "kb", "s", "what is uniswap?", 3); return err },
 			seen{"GET", "/v1/kb/kb/lookup?limit=3&q=what+is+uniswap%3F&scope=s", "", ""}},
+		{"LookupKBMode", func() error {
+			_, err := c.LookupKBMode(ctx, "kb", "", "uniswap", client.KBLookupStrict, 0)
+			return err
+		}, seen{"GET", "/v1/kb/kb/lookup?mode=strict&q=uniswap", "", ""}},
+		{"SearchKB", func() error { _, err := c.SearchKB(ctx, "kb", "s", "router address", 5); return err },
+			seen{"GET", "/v1/kb/kb/search?limit=5&q=router+address&scope=s", "", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,6 +306,7 @@ func TestClient_KBMissingArgs(t *testing.T) {
 	_, checks["KBStats"] = c.KBStats(ctx, "", "", 0, "")
 	_, checks["KBHistory"] = c.KBHistory(ctx, "kb", "", "", 0, "")
 	_, checks["LookupKB"] = c.LookupKB(ctx, "", "", "q", 0)
+	_, checks["SearchKB"] = c.SearchKB(ctx, "", "", "q", 0)
 	for name, err := range checks {
 		if !client.IsCode(err, client.EInvalid) {
 			t.Errorf("%s: got %v, want invalid_argument", name, err)

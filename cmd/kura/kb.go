@@ -269,6 +269,7 @@ func kbLine(s string, n int) string {
 func setupKBLookup(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 	scope := scopeFlag(fs)
 	limit := fs.Int("limit", 0, "at most `N` entries (default: the server's, 100)")
+	mode := fs.String("mode", "", "ranked (default: strict matches, then the best-ranked others) or strict")
 	return func(ctx context.Context, c *cli, args []string) error {
 		if len(args) < 2 {
 			return usagef("kb lookup takes a knowledge base and the question")
@@ -277,7 +278,7 @@ func setupKBLookup(fs *flag.FlagSet) func(context.Context, *cli, []string) error
 			return usagef("--limit must not be negative")
 		}
 		q := strings.Join(args[1:], " ")
-		text, err := c.client.LookupKB(ctx, args[0], *scope, q, *limit)
+		text, err := c.client.LookupKBMode(ctx, args[0], *scope, q, *mode, *limit)
 		if err != nil {
 			return err
 		}
@@ -290,6 +291,36 @@ func setupKBLookup(fs *flag.FlagSet) func(context.Context, *cli, []string) error
 		}
 		_, err = io.WriteString(c.stdout, text)
 		return err
+	}
+}
+
+func setupKBSearch(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+	scope := scopeFlag(fs)
+	limit := fs.Int("limit", 0, "at most `N` entries (default: the server's, 100)")
+	return func(ctx context.Context, c *cli, args []string) error {
+		if len(args) < 2 {
+			return usagef("kb search takes a knowledge base and the question")
+		}
+		if *limit < 0 {
+			return usagef("--limit must not be negative")
+		}
+		var raw json.RawMessage
+		page, err := c.client.SearchKB(client.WithRawResponse(ctx, &raw), args[0], *scope, strings.Join(args[1:], " "), *limit)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printRaw(raw)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		for _, h := range page.Entries {
+			reasons := make([]string, len(h.Reasons))
+			for i, why := range h.Reasons {
+				reasons[i] = why.Code + ": " + why.Detail
+			}
+			fmt.Fprintf(tw, "%.4f\t%s\t%s\n", h.Score, kbLine(h.Identifier, 60), strings.Join(reasons, "; "))
+		}
+		return tw.Flush()
 	}
 }
 

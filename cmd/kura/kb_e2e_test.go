@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kura-memory/kura/client"
+	"github.com/kura-memory/kura/internal/kb"
 	"github.com/kura-memory/kura/internal/kb/kbtest"
 	"github.com/kura-memory/kura/internal/kuradtest"
 )
@@ -98,6 +99,26 @@ func TestE2E_KB(t *testing.T) {
 		kuraJSON(t, url, "", &j, "kb", "lookup", "knowledge", "Solana")
 		if j.Q != "Solana" || j.Text != "No knowledge found for: Solana" {
 			t.Errorf("--json: got %+v", j)
+		}
+		out = kuraOK(t, url, "", "kb", "lookup", "knowledge", "what", "is", "the", "uniswap", "router", "address")
+		if !strings.HasPrefix(out, kb.RankedOnly+"--- "+uni.Identifier+" ---\n") {
+			t.Errorf("ranked lookup: got %q", out)
+		}
+		out = kuraOK(t, url, "", "kb", "lookup", "knowledge", "--mode", "strict", "uniswap", "router", "address")
+		if out != "No knowledge found for: uniswap router address\n" {
+			t.Errorf("strict lookup: got %q", out)
+		}
+	})
+
+	t.Run("Search", func(t *testing.T) {
+		out := kuraOK(t, url, "", "kb", "search", "knowledge", "uniswop", "router")
+		if ls := lines(out); len(ls) != 1 || !strings.Contains(ls[0], uni.Identifier) || !strings.Contains(ls[0], "typo_match: uniswop ~ uniswap") {
+			t.Errorf("search: got\n%s", out)
+		}
+		var page struct{ Entries []struct{ Identifier string } }
+		kuraJSON(t, url, "", &page, "kb", "search", "knowledge", "ethereum")
+		if len(page.Entries) != 2 {
+			t.Errorf("search --json: got %+v", page)
 		}
 	})
 
@@ -195,6 +216,7 @@ func TestE2E_KB(t *testing.T) {
 			{"query empty key", []string{"kb", "query", "knowledge", "--any-keys", "a,,b"}, exitFail, `"field":"any_keys"`},
 			{"query extra argument", []string{"kb", "query", "knowledge", "words"}, exitUsage, "the conditions are flags"},
 			{"lookup without question", []string{"kb", "lookup", "knowledge"}, exitUsage, "kb lookup takes"},
+			{"search without question", []string{"kb", "search", "knowledge"}, exitUsage, "kb search takes"},
 			{"history unknown", []string{"kb", "history", "knowledge", "ghost"}, exitFail, "kura: not_found:"},
 			{"stats negative limit", []string{"kb", "stats", "knowledge", "--limit", "-1"}, exitUsage, "--limit must not be negative"},
 			{"unknown subcommand", []string{"kb", "forget", "knowledge"}, exitUsage, `unknown command "kb forget"`},

@@ -51,8 +51,8 @@ func TestE2E_MCPStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tools.Tools) != 14 {
-		t.Errorf("got %d tools, want 14", len(tools.Tools))
+	if len(tools.Tools) != 15 {
+		t.Errorf("got %d tools, want 15", len(tools.Tools))
 	}
 	// The configurable vocabularies in the schemas are kurad's.
 	resp, err := http.Get(base + "/v1/info")

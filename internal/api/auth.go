@@ -121,6 +121,7 @@ var accessRules = map[string]accessRule{
 	"GET /v1/kb/{kb}/stats":         {role: auth.RoleReader, check: kbQueryScope},
 	"GET /v1/kb/{kb}/history":       {role: auth.RoleReader, check: kbQueryScope},
 	"GET /v1/kb/{kb}/lookup":        {role: auth.RoleReader, check: kbQueryScope},
+	"GET /v1/kb/{kb}/search":        {role: auth.RoleReader, check: kbQueryScope},
 
 	// Backups hold everything, import writes any author: admins whose
 	// token is not limited to some scopes or projects.

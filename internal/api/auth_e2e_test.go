@@ -213,6 +213,7 @@ var matrix = []matrixCase{
 	{"GET /v1/kb/{kb}/stats", "/v1/kb/kb1/stats?scope={scope}", "", "reader", "403"},
 	{"GET /v1/kb/{kb}/history", "/v1/kb/kb1/history?scope={scope}&identifier=x", "", "reader", "403"},
 	{"GET /v1/kb/{kb}/lookup", "/v1/kb/kb1/lookup?scope={scope}&q=x", "", "reader", "403"},
+	{"GET /v1/kb/{kb}/search", "/v1/kb/kb1/search?scope={scope}&q=x", "", "reader", "403"},
 	{"POST /v1/admin/import", "/v1/admin/import", `{"records":[],"ledgers":[],"sessions":[]}`, "admin", "all"},
 	{"POST /v1/admin/backup", "/v1/admin/backup", `{"path":"{dir}/backup-{n}"}`, "admin", "all"},
 	{"POST /v1/admin/compact-events", "/v1/admin/compact-events", `{"before_seq":1}`, "admin", "all"},

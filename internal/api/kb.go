@@ -23,7 +23,8 @@ type KBStore interface {
 	DeleteKBEntry(ctx context.Context, name, scope, identifier string) (int, error)
 	ClearKB(ctx context.Context, name, scope string) (int, error)
 	QueryKB(ctx context.Context, name string, q kura.KBQuery) (*kura.KBPage, error)
-	LookupKB(ctx context.Context, name, scope, q string, limit int) (*kura.KBPage, error)
+	SearchKB(ctx context.Context, name string, q kura.KBSearch) (*kura.KBSearchPage, error)
+	LookupKB(ctx context.Context, name string, l kura.KBLookup) (*kura.KBLookupResult, error)
 	KBStats(ctx context.Context, name, scope string, after int64, limit int) (*kura.KBStats, error)
 	KBHistory(ctx context.Context, name, scope, identifier string, after, limit int) (*kura.KBHistory, error)
 }
@@ -51,6 +52,7 @@ func (s *Server) registerKBRoutes(r chi.Router) {
 		r.Get("/stats", s.handleKBStats)
 		r.Get("/history", s.handleKBHistory)
 		r.Get("/lookup", s.handleKBLookup)
+		r.Get("/search", s.handleKBSearch)
 	})
 }
 
@@ -366,41 +368,93 @@ func (s *Server) handleKBHistory(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, h)
 }
 
+// question reads q=, the question of lookup and search: required, not
+// blank (an empty question is a bridge's bug, not a request for
+// everything), at most maxKBQueryText characters.
+func (q kbQuery) question() (string, error) {
+	text, err := q.text("q")
+	if err != nil {
+		return "", err
+	}
+	if text == nil || strings.TrimSpace(*text) == "" {
+		return "", kura.Invalid("q", "q (the question) is required")
+	}
+	return *text, nil
+}
+
 // handleKBLookup is the model-facing read: plain text a tool bridge hands
 // a model as it is (see kb.FormatLookup), never JSON. Errors keep the
 // JSON error body, so a bridge can tell a refusal from an answer.
 func (s *Server) handleKBLookup(w http.ResponseWriter, r *http.Request) {
 	q := kbQuery{r.URL.Query()}
-	scope, err := q.scope()
-	if err != nil {
-		s.writeError(w, r, err)
+	var l kura.KBLookup
+	var err error
+	fail := func(e error) bool {
+		if e != nil {
+			s.writeError(w, r, e)
+			return true
+		}
+		return false
+	}
+	if l.Scope, err = q.scope(); fail(err) {
 		return
 	}
-	text, err := q.text("q")
-	if err != nil {
-		s.writeError(w, r, err)
+	if l.Q, err = q.question(); fail(err) {
 		return
 	}
-	// An empty question is a bridge's bug, not a request for everything.
-	if text == nil || strings.TrimSpace(*text) == "" {
-		s.writeError(w, r, kura.Invalid("q", "q (the question) is required"))
+	if l.Mode, _, err = q.one("mode"); fail(err) {
 		return
 	}
-	limit, err := parseLimit(q.v.Get("limit"))
-	if err != nil {
-		s.writeError(w, r, err)
+	if !kura.ValidKBLookupMode(l.Mode) {
+		fail(kura.Invalid("mode", "mode must be ranked (the default: strict matches first, then the best-ranked others) or strict"))
 		return
 	}
-	page, err := s.store.LookupKB(r.Context(), chi.URLParam(r, "kb"), scope, *text, limit)
-	if err != nil {
-		s.writeError(w, r, err)
+	if l.Limit, err = parseLimit(q.v.Get("limit")); fail(err) {
 		return
 	}
-	out := kb.FormatLookup(*text, page.Entries, page.Count-len(page.Entries))
+	res, err := s.store.LookupKB(r.Context(), chi.URLParam(r, "kb"), l)
+	if fail(err) {
+		return
+	}
+	ranked := make([]kura.KBEntry, len(res.Ranked))
+	for i := range res.Ranked {
+		ranked[i] = res.Ranked[i].KBEntry
+	}
+	out := kb.FormatRankedLookup(l.Q, res.Strict, res.Count-len(res.Strict), ranked)
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(out)))
-	h.Set("X-Kura-Matches", strconv.Itoa(page.Count))
+	h.Set("X-Kura-Matches", strconv.Itoa(res.Count))
+	h.Set("X-Kura-Ranked", strconv.Itoa(len(ranked)))
 	w.WriteHeader(http.StatusOK)
 	io.WriteString(w, out)
+}
+
+// handleKBSearch ranks a scope's entries for a question in any words:
+// JSON, best first, each entry with its score and what matched.
+func (s *Server) handleKBSearch(w http.ResponseWriter, r *http.Request) {
+	q := kbQuery{r.URL.Query()}
+	var f kura.KBSearch
+	var err error
+	fail := func(e error) bool {
+		if e != nil {
+			s.writeError(w, r, e)
+			return true
+		}
+		return false
+	}
+	if f.Scope, err = q.scope(); fail(err) {
+		return
+	}
+	if f.Q, err = q.question(); fail(err) {
+		return
+	}
+	if f.Limit, err = parseLimit(q.v.Get("limit")); fail(err) {
+		return
+	}
+	page, err := s.store.SearchKB(r.Context(), chi.URLParam(r, "kb"), f)
+	if fail(err) {
+		return
+	}
+	s.writeJSON(w, http.StatusOK, page)
 }

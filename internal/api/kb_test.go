@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/kura-memory/kura/internal/kb"
 	"github.com/kura-memory/kura/internal/kb/kbtest"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/kuradtest"
@@ -163,6 +164,74 @@ func TestKB_SpecExamplesOverHTTP(t *testing.T) {
 	st, _, b = c.raw("GET", "/v1/kb/empty/lookup?q=anything&scope=nft", "", nil)
 	if st != 200 || string(b) != "No knowledge found for: anything" {
 		t.Errorf("lookup in an empty knowledge base: %d %q", st, b)
+	}
+}
+
+// TestKB_RankedOverHTTP: a question in a model's own words, over HTTP:
+// GET .../search ranks JSON with scores and reasons, the default lookup
+// puts the strict matches first and the ranked entries after them, and
+// mode=strict answers as the spec's tool bridge does.
+func TestKB_RankedOverHTTP(t *testing.T) {
+	c := newClient(t)
+	specSeed(c)
+	v3 := kura.KBEntryInput{Identifier: "Uniswap V3 router contract addresses", Keys: []string{"Uniswap", "Router"}, Value: "SwapRouter02: 0x68b3"}
+	c.mustKB("PUT", kbPath+"/entries", entryBody(v3), 201)
+	c.mustKB("PUT", kbPath+"/entries", `{"scope":"nft","identifier":"Uniswap router NFTs","value":"x"}`, 201)
+
+	p := decode[kura.KBSearchPage](t, c.mustGet(kbPath+"/search?q="+url.QueryEscape("what is the uniswap router address")))
+	if len(p.Entries) != 3 || p.Entries[0].Identifier != v3.Identifier || p.Entries[1].Identifier != kbtest.Uniswap.Identifier {
+		t.Fatalf("search: got %+v", p)
+	}
+	top := p.Entries[0]
+	if !(top.Score > p.Entries[1].Score && p.Entries[1].Score > p.Entries[2].Score) || top.ID == "" || top.Version != 1 || !slices.Equal(top.Keys, v3.Keys) {
+		t.Errorf("search hit: %+v", top)
+	}
+	if want := []kura.SearchReason{{Code: "identifier_match", Detail: "uniswap, router, address (addresses)"}, {Code: "key_match", Detail: "uniswap, router"}}; !slices.Equal(top.Reasons, want) {
+		t.Errorf("reasons: got %+v, want %+v", top.Reasons, want)
+	}
+	// The JSON holds the entry's fields beside score and reasons.
+	_, m, _ := c.get(kbPath + "/search?q=uniswop&limit=1")
+	es, _ := m["entries"].([]any)
+	if len(es) != 1 {
+		t.Fatalf("typo search: %v", m)
+	}
+	hit := es[0].(map[string]any)
+	for _, k := range []string{"id", "scope", "identifier", "keys", "value", "version", "created_at", "updated_at", "score", "reasons"} {
+		if _, ok := hit[k]; !ok {
+			t.Errorf("search hit lacks %s: %v", k, hit)
+		}
+	}
+	if rs := hit["reasons"].([]any); rs[len(rs)-1].(map[string]any)["code"] != "typo_match" || rs[len(rs)-1].(map[string]any)["detail"] != "uniswop ~ uniswap" {
+		t.Errorf("typo reasons: %v", rs)
+	}
+	if p := decode[kura.KBSearchPage](t, c.mustGet(kbPath+"/search?q=solana")); p.Entries == nil || len(p.Entries) != 0 {
+		t.Errorf("search for nothing: %+v", p)
+	}
+	if p := decode[kura.KBSearchPage](t, c.mustGet(kbPath+"/search?q=uniswap&scope=nft")); len(p.Entries) != 1 || p.Entries[0].Scope != "nft" {
+		t.Errorf("search in scope nft: %+v", p)
+	}
+
+	block := func(in kura.KBEntryInput) string { return "--- " + in.Identifier + " ---\n" + in.Value + "\n\n" }
+	for _, tc := range []struct {
+		q, mode, want   string
+		matches, ranked string
+	}{
+		{"what is the uniswap router address", "", kb.RankedOnly + block(v3) + block(kbtest.Uniswap), "0", "2"},
+		{"what is the uniswap router address", "strict", "No knowledge found for: what is the uniswap router address", "0", "0"},
+		{"Uniswap router", "", block(v3) + kb.RankedAfterStrict + block(kbtest.Uniswap), "1", "1"},
+		{"Uniswap router", "ranked", block(v3) + kb.RankedAfterStrict + block(kbtest.Uniswap), "1", "1"},
+		{"Uniswap router", "strict", block(v3), "1", "0"},
+		{"Solana", "", "No knowledge found for: Solana", "0", "0"},
+	} {
+		path := kbPath + "/lookup?q=" + url.QueryEscape(tc.q)
+		if tc.mode != "" {
+			path += "&mode=" + tc.mode
+		}
+		st, h, b := c.raw("GET", path, "", nil)
+		if st != 200 || string(b) != tc.want || h.Get("X-Kura-Matches") != tc.matches || h.Get("X-Kura-Ranked") != tc.ranked {
+			t.Errorf("lookup %q mode %q: got %d %q (matches %s, ranked %s), want %q (%s, %s)", tc.q, tc.mode, st, b,
+				h.Get("X-Kura-Matches"), h.Get("X-Kura-Ranked"), tc.want, tc.matches, tc.ranked)
+		}
 	}
 }
 
@@ -356,6 +425,21 @@ func TestKB_BadInputWritesNothing(t *testing.T) {
 		{"lookup empty q", "GET", kbPath + "/lookup?q=%20", ``, 400, "invalid_argument", "q"},
 		{"lookup bad scope", "GET", kbPath + "/lookup?q=x&scope=X", ``, 400, "invalid_argument", "scope"},
 		{"lookup q too long", "GET", kbPath + "/lookup?q=" + long("a", 2049), ``, 400, "invalid_argument", "q"},
+		{"lookup bad mode", "GET", kbPath + "/lookup?q=x&mode=fuzzy", ``, 400, "invalid_argument", "mode"},
+		{"lookup mode twice", "GET", kbPath + "/lookup?q=x&mode=strict&mode=ranked", ``, 400, "invalid_argument", "mode"},
+		{"lookup q twice", "GET", kbPath + "/lookup?q=x&q=y", ``, 400, "invalid_argument", "q"},
+		{"lookup bad limit", "GET", kbPath + "/lookup?q=x&limit=0", ``, 400, "invalid_argument", "limit"},
+		// GET .../search
+		{"search without q", "GET", kbPath + "/search", ``, 400, "invalid_argument", "q"},
+		{"search empty q", "GET", kbPath + "/search?q=%20%09", ``, 400, "invalid_argument", "q"},
+		{"search q twice", "GET", kbPath + "/search?q=a&q=b", ``, 400, "invalid_argument", "q"},
+		{"search q not UTF-8", "GET", kbPath + "/search?q=%FF", ``, 400, "invalid_argument", "q"},
+		{"search q too long", "GET", kbPath + "/search?q=" + long("a", 2049), ``, 400, "invalid_argument", "q"},
+		{"search bad scope", "GET", kbPath + "/search?q=x&scope=A", ``, 400, "invalid_argument", "scope"},
+		{"search bad limit", "GET", kbPath + "/search?q=x&limit=1001", ``, 400, "invalid_argument", "limit"},
+		{"search limit not a number", "GET", kbPath + "/search?q=x&limit=ten", ``, 400, "invalid_argument", "limit"},
+		{"search bad kb", "GET", "/v1/kb/K/search?q=x", ``, 400, "invalid_argument", "kb"},
+		{"search is not a write", "POST", kbPath + "/search?q=x", ``, 405, "method_not_allowed", ""},
 		// Routes and methods.
 		{"POST is not upsert", "POST", kbPath + "/entries", `{"identifier":"x"}`, 405, "method_not_allowed", ""},
 		{"no such route", "GET", kbPath + "/entries/x", ``, 404, "not_found", ""},
@@ -428,6 +512,7 @@ func TestKB_Events(t *testing.T) {
 	c.mustGet(kbPath + "/entries?identifier=a")
 	c.mustGet(kbPath + "/stats")
 	c.raw("GET", kbPath+"/lookup?q=a", "", nil)
+	c.mustGet(kbPath + "/search?q=a")
 	if c.state() != before {
 		t.Error("reads appended events")
 	}

@@ -1,9 +1,10 @@
 // Package kb holds the knowledge-base rules (shared/seeds: the "Ledger"):
 // how identifiers and queries are cut into words, how keys compare, what
-// each query form matches, and the text a lookup hands a model. It is pure:
-// the store indexes with these functions and answers with SQL, and Ledger
-// below is the same semantics as a plain in-memory scan, the reference the
-// store is tested against.
+// each query form matches, how a question in a model's own words scores an
+// entry and why (rank.go), and the text a lookup hands a model. It is
+// pure: the store indexes with these functions and answers with SQL, and
+// Ledger below is the same semantics as a plain in-memory scan, the
+// reference the store is tested against.
 package kb
 
 import (
@@ -214,31 +215,35 @@ func FormatLookup(q string, entries []kura.KBEntry, more int) string {
 	return b.String()
 }
 
-// Signature is a 128-bit Bloom filter of a set of folded words or keys,
-// as two 64-bit halves: each item sets three bits picked by its hash (FNV-1a,
-// then a finalizer, because FNV's low bits alone let some words collide in
-// every bit they set). When a query's signature has a bit the entry's
-// lacks, some query item is not in the entry; the converse does not hold.
-// The store keeps an entry's signature on each of its index rows, so a
-// query walking one word's postings skips entries that lack another query
-// word without a lookup, and checks the few that pass exactly.
-func Signature(items []string) (lo, hi int64) {
-	var sig [2]uint64
-	for _, s := range items {
-		h := uint64(14695981039346656037)
-		for i := 0; i < len(s); i++ {
-			h ^= uint64(s[i])
-			h *= 1099511628211
-		}
-		h ^= h >> 33
-		h *= 0xff51afd7ed558ccd
-		h ^= h >> 33
-		h *= 0xc4ceb9fe1a85ec53
-		h ^= h >> 33
-		for j := range 3 {
-			b := (h >> (7 * j)) & 127
-			sig[b>>6] |= 1 << (b & 63)
-		}
+// FormatRankedLookup renders a ranked lookup: the strict matches as
+// FormatLookup does, then the ranked entries, best first, in the same
+// blocks behind one line that says what they are, so a model tells an
+// entry that holds every word of its question from one that holds some.
+// Without ranked entries it is FormatLookup's text, byte for byte; strict
+// matches left out (more > 0) fill the page, so none are ranked then.
+func FormatRankedLookup(q string, strict []kura.KBEntry, more int, ranked []kura.KBEntry) string {
+	if len(ranked) == 0 {
+		return FormatLookup(q, strict, more)
 	}
-	return int64(sig[0]), int64(sig[1])
+	var b strings.Builder
+	if len(strict) > 0 {
+		b.WriteString(FormatLookup(q, strict, 0))
+		b.WriteString(RankedAfterStrict)
+	} else {
+		b.WriteString(RankedOnly)
+	}
+	for i := range ranked {
+		b.WriteString("--- ")
+		b.WriteString(ranked[i].Identifier)
+		b.WriteString(" ---\n")
+		b.WriteString(ranked[i].Value)
+		b.WriteString("\n\n")
+	}
+	return b.String()
 }
+
+// The lines that introduce ranked entries in a lookup's text.
+const (
+	RankedOnly        = "(No entry matches every word of the question; the closest entries follow, best match first.)\n\n"
+	RankedAfterStrict = "(The entries below match only some words of the question, best match first.)\n\n"
+)

@@ -1,7 +1,6 @@
 package kb_test
 
 import (
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -361,41 +360,4 @@ func abs(n int) int {
 		return -(n + 1)
 	}
 	return n
-}
-
-// A signature never rules out a real match: the signature of a subset is
-// always inside the signature of the set.
-func TestSignature_NoFalseNegatives(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 9))
-	w := kbtest.Workload{R: rng}
-	for range 5000 {
-		set := kb.Words(w.Text(1 + rng.IntN(12)))
-		var sub []string
-		for _, s := range set {
-			if rng.IntN(2) == 0 {
-				sub = append(sub, s)
-			}
-		}
-		slo, shi := kb.Signature(set)
-		qlo, qhi := kb.Signature(sub)
-		if slo&qlo != qlo || shi&qhi != qhi {
-			t.Fatalf("signature of %q is not inside that of %q", sub, set)
-		}
-	}
-	if lo, hi := kb.Signature(nil); lo != 0 || hi != 0 {
-		t.Error("the empty set has bits")
-	}
-	for _, w := range []string{"uniswap", "東京", "a"} {
-		lo, hi := kb.Signature([]string{w})
-		if n := bits.OnesCount64(uint64(lo)) + bits.OnesCount64(uint64(hi)); n < 1 || n > 3 {
-			t.Errorf("%q sets %d bits, want 1 to 3", w, n)
-		}
-	}
-	// Distinct words mostly differ: a filter that sets every bit filters
-	// nothing.
-	alo, ahi := kb.Signature([]string{"uniswap"})
-	blo, bhi := kb.Signature([]string{"aave"})
-	if alo&blo == alo && ahi&bhi == ahi {
-		t.Errorf("uniswap's bits are all inside aave's")
-	}
 }

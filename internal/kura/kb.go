@@ -186,6 +186,56 @@ type KBPage struct {
 	NextCursor string    `json:"next_cursor,omitempty"`
 }
 
+// KBSearch is GET /v1/kb/{kb}/search: a question in any words, ranked.
+type KBSearch struct {
+	Scope string
+	Q     string
+	Limit int
+}
+
+// KBHit is one entry of a ranked search, best first: the entry, its score
+// (BM25: higher is better, comparable within one answer only) and which
+// words matched where.
+type KBHit struct {
+	KBEntry
+	Score   float64        `json:"score"`
+	Reasons []SearchReason `json:"reasons"`
+}
+
+// KBSearchPage answers a ranked search.
+type KBSearchPage struct {
+	Entries []KBHit `json:"entries"`
+}
+
+// Lookup modes: ranked (the default) puts the strict matches first and the
+// best-ranked other entries after them; strict answers the strict matches
+// only, as the spec's tool bridge does.
+const (
+	KBLookupRanked = "ranked"
+	KBLookupStrict = "strict"
+)
+
+// ValidKBLookupMode reports whether m is a lookup mode ("" is ranked).
+func ValidKBLookupMode(m string) bool { return m == "" || m == KBLookupRanked || m == KBLookupStrict }
+
+// KBLookup is GET /v1/kb/{kb}/lookup.
+type KBLookup struct {
+	Scope string
+	Q     string
+	Limit int
+	Mode  string
+}
+
+// KBLookupResult is what a lookup found: the strict matches (entries whose
+// identifier holds every word of the question, else whose key equals it),
+// one page of them in insertion order and how many there are in all, then
+// the best-ranked other entries, best first, up to the limit.
+type KBLookupResult struct {
+	Strict []KBEntry
+	Count  int
+	Ranked []KBHit
+}
+
 // KBBatchInput is the body of PUT .../entries/batch.
 type KBBatchInput struct {
 	Entries []KBEntryInput `json:"entries"`

@@ -94,6 +94,8 @@ func TestMCP_TokenScopes(t *testing.T) {
 			"POST", "/v1/scopes/beta/context/compile", `{"query":"deploy"}`, "403", "permission_denied"},
 		{"writer a", "kb_lookup", map[string]any{"kb": "kb1", "scope": "beta", "q": "x"},
 			"GET", "/v1/kb/kb1/lookup?scope=beta&q=x", "", "403", "permission_denied"},
+		{"writer a", "kb_search", map[string]any{"kb": "kb1", "scope": "beta", "q": "x"},
+			"GET", "/v1/kb/kb1/search?scope=beta&q=x", "", "403", "permission_denied"},
 		{"writer a", "kb_put", map[string]any{"kb": "kb1", "scope": "beta", "identifier": "y", "value": "v"},
 			"PUT", "/v1/kb/kb1/entries", `{"scope":"beta","identifier":"y","value":"v"}`, "403", "permission_denied"},
 		{"writer a", "record_get", map[string]any{"id": rid},

@@ -23,6 +23,7 @@ import (
 var toolNames = []string{
 	"record_put", "record_get", "ledger_verify", "session_log", "turn_open", "turn_append", "turn_close",
 	"memory_put", "memory_search", "memory_trace", "get_belief_evidence", "context_compile", "kb_lookup", "kb_put",
+	"kb_search",
 }
 
 // httpAPI calls kurad's HTTP API directly, for the answers MCP results are
@@ -310,6 +311,22 @@ func TestMCP_ToolsMatchHTTP(t *testing.T) {
 	}
 	if lookup.StructuredContent != nil {
 		t.Errorf("kb_lookup: structured content %v, want text only", lookup.StructuredContent)
+	}
+	// A question in a model's words: the same ranked text as over HTTP,
+	// and nothing in the strict mode.
+	lookup = m.result("kb_lookup", map[string]any{"kb": "docs", "q": "how do I install it"})
+	_, want = api.do("GET", "/v1/kb/docs/lookup?q="+url.QueryEscape("how do I install it"), "")
+	if lookup.IsError || text(lookup) != string(want) || !strings.Contains(text(lookup), "run make build") {
+		t.Errorf("kb_lookup ranked: got %q, want the HTTP lookup %q", text(lookup), want)
+	}
+	lookup = m.result("kb_lookup", map[string]any{"kb": "docs", "q": "how do I install it", "mode": "strict"})
+	if lookup.IsError || text(lookup) != "No knowledge found for: how do I install it" {
+		t.Errorf("kb_lookup strict: got %q", text(lookup))
+	}
+	found := m.call("kb_search", map[string]any{"kb": "docs", "q": "installing guides"})
+	same(t, "kb_search vs HTTP", found, api.json("GET", "/v1/kb/docs/search?q=installing+guides", ""))
+	if es, _ := found["entries"].([]any); len(es) != 1 || es[0].(map[string]any)["identifier"] != "install guide" {
+		t.Errorf("kb_search: got %v, want the install guide", found)
 	}
 
 	t.Run("Resources", func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // as an enum. type is the record type, status a turn's closing status.
 var enumArgs = map[string]bool{
 	"type": true, "kind": true, "kinds": true, "lifecycle": true, "authority": true,
-	"source_type": true, "direction": true, "status": true, "outcome": true,
+	"source_type": true, "direction": true, "status": true, "outcome": true, "mode": true,
 }
 
 // schemaWant is what the input schemas must say: the required arguments
@@ -44,7 +44,8 @@ var schemaWant = map[string]struct {
 	"memory_trace":        {[]string{"ref", "scope"}, map[string]any{"direction": []string{"backward", "forward", "both"}}},
 	"get_belief_evidence": {[]string{"ref", "scope"}, nil},
 	"context_compile":     {[]string{"scope"}, map[string]any{"kinds[]": "vocab:node_kinds"}},
-	"kb_lookup":           {[]string{"kb", "q"}, nil},
+	"kb_lookup":           {[]string{"kb", "q"}, map[string]any{"mode": []string{"ranked", "strict"}}},
+	"kb_search":           {[]string{"kb", "q"}, nil},
 	"kb_put":              {[]string{"identifier", "kb", "value"}, nil},
 }
 

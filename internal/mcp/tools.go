@@ -91,6 +91,7 @@ const (
 	enumDirection  = "direction"
 	enumTurnStatus = "turn_status"
 	enumOutcome    = "outcome"
+	enumLookupMode = "kb_lookup_mode"
 )
 
 // enumValues lists each vocabulary's values for the input schemas. A
@@ -106,6 +107,7 @@ func enumValues(o Options) map[string][]any {
 		// What a client may close a turn with; timeout is kurad's alone.
 		enumTurnStatus: anys([]string{kura.TurnComplete, kura.TurnFailed}),
 		enumOutcome:    anys(kura.Outcomes),
+		enumLookupMode: anys([]string{kura.KBLookupRanked, kura.KBLookupStrict}),
 	}
 	if len(o.RecordTypes) > 0 {
 		m[enumRecordType] = anys(o.RecordTypes)
@@ -309,9 +311,16 @@ type (
 	}
 	kbLookupArgs struct {
 		KB    string `json:"kb" jsonschema:"the knowledge base name (a slug)"`
-		Q     string `json:"q" jsonschema:"the question: entries whose identifier holds every word, else a key equal to it"`
+		Q     string `json:"q" jsonschema:"the question, in any words: entries whose identifier holds every word (else a key equal to it) come first, then the best-ranked others"`
 		Scope string `json:"scope,omitempty" jsonschema:"the knowledge base scope (default: the default scope)"`
+		Mode  string `json:"mode,omitempty" enum:"kb_lookup_mode" jsonschema:"ranked (default: strict matches, then the best-ranked others) or strict (the strict matches only)"`
 		Limit int    `json:"limit,omitempty" jsonschema:"entries at most (default 100)"`
+	}
+	kbSearchArgs struct {
+		KB    string `json:"kb" jsonschema:"the knowledge base name (a slug)"`
+		Q     string `json:"q" jsonschema:"the question, in any words"`
+		Scope string `json:"scope,omitempty" jsonschema:"the knowledge base scope (default: the default scope)"`
+		Limit int    `json:"limit,omitempty" jsonschema:"1 to 1000 (default 100)"`
 	}
 	kbPutArgs struct {
 		KB         string   `json:"kb" jsonschema:"the knowledge base name (a slug)"`
@@ -419,9 +428,16 @@ var tools = []spec{
 	},
 	{
 		name: "kb_lookup", title: "Look up a knowledge base",
-		description: "Ask a knowledge base a question and get its matching entries as plain text: entries whose identifier holds every word of the question, else entries with a key equal to it.",
-		method:      http.MethodGet, path: "/v1/kb/{kb}/lookup", query: []string{"scope", "q", "limit"},
+		description: "Ask a knowledge base a question in your own words and get the relevant entries as plain text: entries whose identifier holds every word of the question " +
+			"(else entries with a key equal to it) first, then the best-ranked entries holding some of its words (stems match, a misspelt name is corrected).",
+		method: http.MethodGet, path: "/v1/kb/{kb}/lookup", query: []string{"scope", "q", "mode", "limit"},
 		args: kbLookupArgs{}, text: true, readOnly: true,
+	},
+	{
+		name: "kb_search", title: "Search a knowledge base",
+		description: "Rank a knowledge base's entries for a question in any words, best first, each entry with its score and which of its fields matched which words. Reads only.",
+		method:      http.MethodGet, path: "/v1/kb/{kb}/search", query: []string{"scope", "q", "limit"},
+		args: kbSearchArgs{}, out: kura.KBSearchPage{}, readOnly: true,
 	},
 	{
 		name: "kb_put", title: "Write a knowledge-base entry",

@@ -127,3 +127,31 @@ func FuzzMatchExpr(f *testing.F) {
 		}
 	})
 }
+
+func TestStem_Examples(t *testing.T) {
+	tests := map[string]string{
+		"caresses": "caress", "ponies": "poni", "ties": "ti", "cats": "cat", "feed": "feed", "agreed": "agre",
+		"plastered": "plaster", "motoring": "motor", "sing": "sing", "conflated": "conflat", "troubled": "troubl",
+		"sized": "size", "hopping": "hop", "falling": "fall", "hissing": "hiss", "filing": "file", "happy": "happi",
+		"sky": "sky", "relational": "relat", "conditional": "condit", "generalizations": "gener",
+		"oscillators": "oscil", "addresses": "address", "address": "address", "connected": "connect",
+		"connecting": "connect", "connection": "connect", "routers": "router", "ab": "ab",
+	}
+	for w, want := range tests {
+		if got := recall.Stem(w); got != want {
+			t.Errorf("Stem(%q) = %q, want %q", w, got, want)
+		}
+	}
+}
+
+func TestIndexForm(t *testing.T) {
+	tests := map[string]string{
+		"Addresses": "address", "CAFÉS": "cafe", "naïve": "naiv", "ΟΔΟΣ": "οδοσ", "οδος": "οδοσ",
+		"\u212aelvin": "kelvin", "東京": "東京",
+	}
+	for w, want := range tests {
+		if got := recall.IndexForm(w); got != want {
+			t.Errorf("IndexForm(%q) = %q, want %q", w, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -594,27 +595,43 @@ func TestKB_Lookup(t *testing.T) {
 	for _, in := range kbtest.Entries {
 		ref.Insert(in.Identifier, in.Keys, in.Value)
 	}
-	for _, q := range []string{"Uniswap", "contract addresses", "AAVE Ethereum", "Solana", "Dex contracts", "money market contracts", "?!", "lending"} {
-		p, err := db.LookupKB(ctx, "knowledge", "", q, 100)
+	lookup := func(name, q string, limit int, mode string) *kura.KBLookupResult {
+		t.Helper()
+		res, err := db.LookupKB(ctx, name, kura.KBLookup{Q: q, Limit: limit, Mode: mode})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := ref.Lookup(q)
-		if !slices.Equal(idents(p.Entries), idents(want)) || p.Count != len(want) {
-			t.Errorf("lookup %q: got %q (%d), want %q", q, idents(p.Entries), p.Count, idents(want))
+		return res
+	}
+	// The strict matches are the spec's tool bridge, in both modes; in
+	// the strict mode they are all there is.
+	for _, q := range []string{"Uniswap", "contract addresses", "AAVE Ethereum", "Solana", "Dex contracts", "money market contracts", "?!", "lending"} {
+		for _, mode := range []string{kura.KBLookupStrict, ""} {
+			res := lookup("knowledge", q, 100, mode)
+			want := ref.Lookup(q)
+			if !slices.Equal(idents(res.Strict), idents(want)) || res.Count != len(want) {
+				t.Errorf("lookup %q (mode %q): got %q (%d), want %q", q, mode, idents(res.Strict), res.Count, idents(want))
+			}
+			if mode == kura.KBLookupStrict && len(res.Ranked) != 0 {
+				t.Errorf("strict lookup %q ranked %d entries", q, len(res.Ranked))
+			}
 		}
 	}
-	p, _ := db.LookupKB(ctx, "knowledge", "", "ethereum", 1)
-	if len(p.Entries) != 1 || p.Count != 2 {
-		t.Errorf("limited lookup: %d entries, count %d", len(p.Entries), p.Count)
+	res := lookup("knowledge", "ethereum", 1, "")
+	if len(res.Strict) != 1 || res.Count != 2 || len(res.Ranked) != 0 {
+		t.Errorf("limited lookup: %d entries, count %d, %d ranked", len(res.Strict), res.Count, len(res.Ranked))
 	}
-	if p, err := db.LookupKB(ctx, "nothing", "", "x", 10); err != nil || p.Count != 0 {
-		t.Errorf("unknown kb: %+v %v", p, err)
+	if res := lookup("nothing", "x", 10, ""); res.Count != 0 || len(res.Ranked) != 0 {
+		t.Errorf("unknown kb: %+v", res)
+	}
+	if _, err := db.LookupKB(ctx, "knowledge", kura.KBLookup{Q: "x", Mode: "fuzzy"}); kura.ErrorCode(err) != kura.EInvalid {
+		t.Errorf("mode fuzzy: %v, want invalid_argument", err)
 	}
 }
 
 // A query searches the postings of its conditions, never every entry:
-// SQLite's plan for each query form holds no full scan of a table.
+// SQLite's plan for each query form holds no full scan of a table, and
+// every search of kb_terms is a MATCH restricted to the scope's rowids.
 func TestKB_QueriesUseTheIndexes(t *testing.T) {
 	db := MustOpenStore(t)
 	ctx := context.Background()
@@ -648,7 +665,9 @@ func TestKB_QueriesUseTheIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range plans {
-			if strings.HasPrefix(p, "SCAN ") && !strings.HasPrefix(p, "SCAN d") {
+			// FTS5 answers a MATCH ("M" in its index string) within the
+			// scope's rowid range ("<" and ">") from its postings.
+			if strings.HasPrefix(p, "SCAN ") && !(strings.HasPrefix(p, "SCAN kb_terms VIRTUAL TABLE INDEX ") && strings.Contains(p, ":M") && strings.Contains(p, "<") && strings.Contains(p, ">")) {
 				t.Errorf("%s: plan scans a table: %q", describe(tc.q), plans)
 			}
 		}
@@ -759,5 +778,168 @@ func TestKB_EventScopeMigration(t *testing.T) {
 	}
 	if kbEvents != 5 {
 		t.Errorf("got %d kb.changed events, want 5 (3 puts, a delete, a clear)", kbEvents)
+	}
+}
+
+// TestKB_FTSMigration: a database written before the FTS5 indexes (its
+// entries indexed by the word and key tables the migration retires) opens
+// with every entry in both new indexes, answers the strict queries exactly
+// as before, and keeps taking writes.
+func TestKB_FTSMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kura.db")
+	raw := rawDB(t, path)
+	names, err := filepath.Glob("migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	before := slices.IndexFunc(names, func(n string) bool { return strings.HasSuffix(n, "_kb_fts.sql") })
+	if before < 0 {
+		t.Fatal("no kb_fts migration")
+	}
+	for _, n := range names[:before] {
+		body, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Exec(string(body)); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	// What the older kurad wrote for the spec's entries in the default
+	// scope and three entries in another, whose keys fold (Kelvin sign,
+	// final sigma) and repeat.
+	type old struct {
+		scope      string
+		identifier string
+		keys       []string
+		value      string
+	}
+	olds := []old{
+		{"", kbtest.Uniswap.Identifier, kbtest.Uniswap.Keys, kbtest.Uniswap.Value},
+		{"", kbtest.AAVE.Identifier, kbtest.AAVE.Keys, kbtest.AAVE.Value},
+		{"alt", "ΟΔΟΣ Kelvin \u212a units", []string{"\u212a", "ΟΔΟΣ"}, "kelvin road"},
+		{"alt", "οδος naïve café", []string{"k", "οδος", "Dex"}, "greek road"},
+		{"alt", "Router addresses", nil, "Router: 0x456456456"},
+	}
+	stmts := []string{
+		"INSERT INTO kb_spaces(sp, kb, scope, entries) VALUES (1, 'knowledge', '', 2), (2, 'knowledge', 'alt', 3)",
+	}
+	df := map[string]int{}
+	for i, o := range olds {
+		sp, eid := 1, i+1
+		if o.scope == "alt" {
+			sp = 2
+		}
+		keys := o.keys
+		if keys == nil {
+			keys = []string{}
+		}
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO kb_entries(eid, sp, id, identifier, keys, value, version, created_at, updated_at) VALUES (%d, %d, '%s', %s, %s, %s, 1, '2026-11-21T09:00:00.000000000Z', '2026-11-21T09:00:00.000000000Z')",
+			eid, sp, fmt.Sprintf("0193a000-0000-7000-8000-%012d", eid), sqlText(o.identifier), sqlText(mustJSON(t, keys)), sqlText(o.value)))
+		words := kb.Words(o.identifier)
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO kb_entry_words(eid, words) VALUES (%d, %s)", eid, sqlText("\x1f"+strings.Join(words, "\x1f")+"\x1f")))
+		for _, w := range words {
+			stmts = append(stmts, fmt.Sprintf("INSERT INTO kb_words(sp, word, eid, sig, sig2) VALUES (%d, %s, %d, 0, 0)", sp, sqlText(w), eid))
+			df[fmt.Sprintf("%d,0,%s", sp, sqlText(w))]++
+		}
+		for _, k := range kb.FoldKeys(keys) {
+			stmts = append(stmts, fmt.Sprintf("INSERT INTO kb_keys(sp, key, eid, sig, sig2) VALUES (%d, %s, %d, 0, 0)", sp, sqlText(k), eid))
+			df[fmt.Sprintf("%d,1,%s", sp, sqlText(k))]++
+		}
+	}
+	for k, n := range df {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO kb_df(sp, kind, term, n) VALUES (%s, %d)", k, n))
+	}
+	stmts = append(stmts, fmt.Sprintf("PRAGMA user_version = %d", before))
+	for _, s := range stmts {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	raw.Close()
+
+	db := mustOpenAt(t, path, nil)
+	if drift, err := db.KBIndexDrift(); err != nil || len(drift) > 0 {
+		t.Fatalf("after the migration the indexes are not what the entries imply (%v):\n%s", err, strings.Join(drift, "\n"))
+	}
+	for _, ex := range kbtest.Examples {
+		got, n := queryAll(t, db, "knowledge", ex.Query)
+		if want := specIdents(ex.Want); !slices.Equal(idents(got), want) || n != len(want) {
+			t.Errorf("%s after the migration: got %q (count %d), want %q", ex.Name, idents(got), n, want)
+		}
+	}
+	for _, tc := range []struct {
+		q    kura.KBQuery
+		want []string
+	}{
+		{kura.KBQuery{Scope: "alt", Key: ptr("K")}, []string{olds[2].identifier, olds[3].identifier}},
+		{kura.KBQuery{Scope: "alt", Identifier: ptr("οδοσ kelvin")}, []string{olds[2].identifier}},
+		{kura.KBQuery{Scope: "alt", AllKeys: []string{"ΟΔΟΣ", "dex"}}, []string{olds[3].identifier}},
+		{kura.KBQuery{Scope: "alt", Identifier: ptr("address")}, []string{}},
+	} {
+		if got, _ := queryAll(t, db, "knowledge", tc.q); !slices.Equal(idents(got), tc.want) {
+			t.Errorf("%s after the migration: got %q, want %q", describe(tc.q), idents(got), tc.want)
+		}
+	}
+	// Writes go on: a new entry comes after the old ones, a patch and a
+	// delete of an old one reach both indexes.
+	mustKB(t, db, "knowledge", kura.KBEntryInput{Scope: "alt", Identifier: "Kelvin again", Keys: []string{"K"}})
+	if _, err := db.UpdateKBEntry(ctx, "knowledge", &kura.KBPatch{Scope: "alt", Identifier: olds[2].identifier, Keys: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DeleteKBEntry(ctx, "knowledge", "alt", olds[3].identifier); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := queryAll(t, db, "knowledge", kura.KBQuery{Scope: "alt", Key: ptr("k")}); !slices.Equal(idents(got), []string{"Kelvin again"}) {
+		t.Errorf("key k after writes: got %q", idents(got))
+	}
+	if drift, err := db.KBIndexDrift(); err != nil || len(drift) > 0 {
+		t.Fatalf("after writes (%v):\n%s", err, strings.Join(drift, "\n"))
+	}
+}
+
+func sqlText(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func mustJSON(tb testing.TB, v any) string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestKB_StrictQueriesStayExact: where SQLite's own tokenizer would cut
+// or fold differently from the spec's rules (kb.Words, kb.Fold), the
+// strict queries still answer as the rules say, because kb_terms holds the
+// rules' words and keys as opaque tokens: "x²" is the word x (² is no
+// digit), İ is not I, accents and stems never match, final sigma and the
+// Kelvin sign fold.
+func TestKB_StrictQueriesStayExact(t *testing.T) {
+	db := MustOpenStore(t)
+	var ref kb.Ledger
+	for _, in := range []kura.KBEntryInput{
+		{Identifier: "x² units", Keys: []string{"Ⅻ"}},
+		{Identifier: "İstanbul office", Keys: []string{"İ"}},
+		{Identifier: "déjà vu", Keys: []string{"Déjà"}},
+		{Identifier: "Uniswap contract addresses", Keys: []string{"Addresses"}},
+		{Identifier: "ΟΔΟΣ \u212a", Keys: []string{"οδος"}},
+	} {
+		mustKB(t, db, "x", in)
+		ref.Insert(in.Identifier, in.Keys, in.Value)
+	}
+	for _, q := range []kura.KBQuery{
+		{Identifier: ptr("x")}, {Identifier: ptr("x²")}, {Identifier: ptr("2")}, {Key: ptr("ⅻ")}, {Key: ptr("XII")},
+		{Identifier: ptr("istanbul")}, {Identifier: ptr("İSTANBUL")}, {Key: ptr("i")}, {Key: ptr("İ")},
+		{Identifier: ptr("deja")}, {Identifier: ptr("DÉJÀ")}, {Key: ptr("deja")},
+		{Identifier: ptr("address")}, {Identifier: ptr("addresses")}, {Key: ptr("address")},
+		{Identifier: ptr("οδοσ k")}, {Identifier: ptr("ὀδος")}, {Key: ptr("ΟΔΟΣ")},
+	} {
+		got, n := queryAll(t, db, "x", q)
+		if want := ref.Query(&q); !slices.Equal(idents(got), idents(want)) || n != len(want) {
+			t.Errorf("%s: got %q (%d), want %q", describe(q), idents(got), n, idents(want))
+		}
 	}
 }

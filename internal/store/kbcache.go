@@ -16,9 +16,8 @@ import (
 
 // A query of several common words or keys ("contract addresses arbitrum
 // one" in a base of 100,000 sentences) matches a few hundred entries out of
-// postings of thousands: the SQL plan walks the rarest posting row by row
-// and confirms each candidate, twice (page, then count), and that walk is
-// what the slowest queries spend. Postings change only when an entry is
+// postings of thousands: FTS5 intersects the postings twice (page, then
+// count), and that walk is what the slowest queries spend. Postings change only when an entry is
 // added or deleted, a key set changes or a space is cleared, so kurad
 // keeps copies of the large ones in memory and answers such queries by
 // intersecting sorted lists: exact (an entry holds every query word iff it
@@ -117,12 +116,10 @@ func (c *postingCache) minSize() int {
 // snapshot, in order. group_concat does the walk inside SQLite: a row
 // through database/sql costs twice as much as a number parsed here.
 func readPosting(ctx context.Context, q queryer, k postingKey) ([]int64, error) {
-	table, col := "kb_words", "word"
-	if k.kind == dfKey {
-		table, col = "kb_keys", "key"
-	}
+	lo, hi := kbRange(k.sp)
 	var s sql.NullString
-	if err := q.QueryRowContext(ctx, "SELECT group_concat(eid) FROM "+table+" WHERE sp = ? AND "+col+" = ?", k.sp, k.term).Scan(&s); err != nil {
+	if err := q.QueryRowContext(ctx, "SELECT group_concat(rowid - ?) FROM kb_terms WHERE kb_terms MATCH ? AND rowid BETWEEN ? AND ?",
+		lo, `"`+kbToken(k.kind, k.term)+`"`, lo, hi).Scan(&s); err != nil {
 		return nil, err
 	}
 	if s.String == "" {
@@ -136,7 +133,7 @@ func readPosting(ctx context.Context, q queryer, k postingKey) ([]int64, error) 
 		}
 		l = append(l, id)
 	}
-	if !slices.IsSorted(l) { // group_concat follows the index, but does not promise to
+	if !slices.IsSorted(l) { // FTS5 reads in rowid order, but group_concat does not promise to keep it
 		slices.Sort(l)
 	}
 	return l, nil

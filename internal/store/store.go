@@ -90,20 +90,23 @@ type DB struct {
 	ckptKick  chan struct{}
 	sweepDone chan struct{}
 
-	stmts       map[string]*sql.Stmt // prepared on wdb; used only by the writer
-	kbStmts     stmtCache            // prepared knowledge-base reads (kb.go)
-	kbPostings  postingCache         // copies of large postings (kbcache.go)
-	kbLoads     sync.WaitGroup       // background readers of postings
-	scopes      scopeCache           // the last read of compiled scopes (context_cache.go)
-	vocab       vocabCache           // the search index's terms, for misspelt words (typo.go)
-	searchStmts searchStmts          // prepared search reads (search_read.go)
-	lastSeq     atomic.Int64
-	counts      struct{ records, ledgers, events atomic.Int64 }
-	hookMu      sync.Mutex
-	hooks       []CommitHook
-	evMu        sync.Mutex
-	evCh        chan struct{} // closed and replaced at each commit that wrote events
-	stats       WriterStats
+	stmts      map[string]*sql.Stmt // prepared on wdb; used only by the writer
+	kbStmts    stmtCache            // prepared knowledge-base reads (kb.go)
+	kbPostings postingCache         // copies of large postings (kbcache.go)
+	kbLoads    sync.WaitGroup       // background readers of postings
+	// kbRankBounds, when set, replace the ranking's budget and sample
+	// (kbsearch.go) so tests reach its paths with small knowledge bases.
+	kbRankBounds [2]int
+	scopes       scopeCache  // the last read of compiled scopes (context_cache.go)
+	vocab        vocabCache  // the search index's terms, for misspelt words (typo.go)
+	searchStmts  searchStmts // prepared search reads (search_read.go)
+	lastSeq      atomic.Int64
+	counts       struct{ records, ledgers, events atomic.Int64 }
+	hookMu       sync.Mutex
+	hooks        []CommitHook
+	evMu         sync.Mutex
+	evCh         chan struct{} // closed and replaced at each commit that wrote events
+	stats        WriterStats
 
 	written  [numWrittenKinds]atomic.Int64   // writes committed since Open, by kind
 	batchObs atomic.Pointer[[]BatchObserver] // copy-on-write under hookMu
