@@ -397,7 +397,7 @@ var tools = []spec{
 		name: "memory_search", title: "Search memory",
 		description: "Search a scope's memory nodes, best first, each result with its score and the reasons for it (semantic_match: found by meaning). " +
 			"warnings says when a search by meaning fell back to words. Reads only.",
-		method:      http.MethodGet, path: "/v1/scopes/{scope}/memory/search",
+		method: http.MethodGet, path: "/v1/scopes/{scope}/memory/search",
 		query: []string{"q", "kind", "lifecycle", "authority", "target_file", "owner", "min_confidence", "limit", "mode"},
 		args:  memorySearchArgs{}, out: searchAnswer{}, readOnly: true,
 	},
