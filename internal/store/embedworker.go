@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"sync"
@@ -183,7 +184,11 @@ func (w *EmbedWorker) sweepAll(ctx context.Context) error {
 		}
 	}
 	start := w.db.LastEventSeq()
-	n, err := w.db.countStale(ctx, model)
+	var n int64
+	err := w.db.withReadConn(ctx, func(c *sql.Conn) (err error) {
+		n, err = countStale(ctx, c, model)
+		return err
+	})
 	if err != nil {
 		return mapErr(err)
 	}
@@ -195,7 +200,11 @@ func (w *EmbedWorker) sweepAll(ctx context.Context) error {
 	w.log.Info("embedding nodes without a vector of the current model", "model", model, "nodes", n)
 	after := int64(0)
 	for {
-		cs, err := w.db.staleNodes(ctx, model, after, 256)
+		var cs []embedCandidate
+		err := w.db.withReadConn(ctx, func(c *sql.Conn) (err error) {
+			cs, err = staleNodes(ctx, c, model, after, 256)
+			return err
+		})
 		if err != nil {
 			return mapErr(err)
 		}
@@ -219,7 +228,7 @@ func (w *EmbedWorker) follow(ctx context.Context) error {
 	last := w.db.LastEventSeq()
 	for w.cursor < last {
 		upto := min(w.cursor+4096, last)
-		cs, err := w.db.changedNodes(ctx, w.cursor, upto)
+		cs, err := changedNodes(ctx, w.db.rdb, w.cursor, upto)
 		if err != nil {
 			return mapErr(err)
 		}

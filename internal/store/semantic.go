@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"slices"
@@ -55,13 +56,46 @@ func (db *DB) SearchMemory(ctx context.Context, scope string, q kura.SearchQuery
 		ans.Warnings = append(ans.Warnings, "mode="+mode+" needs an embedder and none is configured (KURA_EMBEDDER_URL); these results are by words only")
 		return byWords()
 	}
+	// A hybrid search needs the lexical list whatever the embedder does:
+	// it runs while the query is embedded (the longest part of a search
+	// on a small machine) and the semantic list is ranked.
+	type lexAnswer struct {
+		res []kura.SearchResult
+		err error
+	}
+	var lexDone chan lexAnswer
+	if mode == kura.SearchHybrid {
+		lexDone = make(chan lexAnswer, 1)
+		go func() {
+			res, err := db.SearchNodes(ctx, scope, lq)
+			lexDone <- lexAnswer{res, err}
+		}()
+		// Every return below waits for it first: the goroutine never
+		// outlives the search.
+	}
+	lexical := func() ([]kura.SearchResult, error) {
+		if lexDone == nil {
+			return db.SearchNodes(ctx, scope, lq)
+		}
+		a := <-lexDone
+		lexDone = nil
+		return a.res, a.err
+	}
+	defer func() {
+		if lexDone != nil {
+			<-lexDone
+		}
+	}()
 	qv, err := db.embedQuery(ctx, emb, q.Q)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, mapErr(ctx.Err())
 		}
 		ans.Warnings = append(ans.Warnings, "the embedder did not answer ("+err.Error()+"); these results are by words only")
-		return byWords()
+		if ans.Results, err = lexical(); err != nil {
+			return nil, err
+		}
+		return ans, nil
 	}
 	sid, ok, err := db.readScope(ctx, scope)
 	if err != nil || !ok {
@@ -91,13 +125,12 @@ func (db *DB) SearchMemory(ctx context.Context, scope string, q kura.SearchQuery
 	if mode == kura.SearchSemantic {
 		for _, h := range sem {
 			r := semResult(h)
-			r.Score = int(math.Round(h.cos * 1000))
+			r.Score = max(0, int(math.Round(h.cos*1000)))
 			ans.Results = append(ans.Results, r)
 		}
 		return ans, nil
 	}
-	lq.Limit = k
-	lex, err := db.SearchNodes(ctx, scope, lq)
+	lex, err := lexical()
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +279,7 @@ func (db *DB) rerank(ctx context.Context, nids []int64, model string, qv []float
 	defer rows.Close()
 	var out []semanticHit
 	var buf []float32
-	var raw []byte
+	var raw sql.RawBytes // the driver's copy, not another
 	for rows.Next() {
 		var nid int64
 		if err := rows.Scan(&nid, &raw); err != nil {

@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime/debug"
 	"sync"
 )
 
@@ -239,9 +241,20 @@ func (db *DB) scopeVectors(ctx context.Context, sid int64, model string, dims in
 			return nil, err
 		}
 		e.idx = idx
+		if idx.len() >= bigIndex {
+			// The build read every vector of the scope through the driver,
+			// which copies each: at 100,000 nodes 150 MB of garbage, which
+			// kurad's GOGC=300 would let grow the heap to 100 MB and more
+			// before collecting it. Hand it back now; builds are rare.
+			debug.FreeOSMemory()
+		}
 	}
 	return e, nil
 }
+
+// bigIndex is the size of an index whose build is worth returning memory
+// to the system for.
+const bigIndex = 10000
 
 // nearest returns up to limit node keys, nearest to q first by their
 // codes, and how many nodes the index holds.
@@ -262,22 +275,35 @@ func (e *scopeIndex) nearest(q []float32, limit int) ([]int64, int) {
 	return out, x.len()
 }
 
+// meanSample is how many vectors the mean of a new index is taken from:
+// enough to settle it, and a fraction of the read a large scope costs.
+const meanSample = 4096
+
 // buildIndex reads the stored vectors of scope sid, model and dims into a
-// new index: their mean first, then their codes.
-func (db *DB) buildIndex(ctx context.Context, sid int64, model string, dims int) (*binaryIndex, error) {
-	tx, err := db.rdb.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer tx.Rollback()
-	read := func(each func(nid int64, v []float32)) error {
-		rows, err := tx.QueryContext(ctx, "SELECT nid, vec FROM node_vectors WHERE sid = ? AND model = ? AND dims = ?", sid, model, dims)
+// new index: the mean of a sample first, then every code.
+func (db *DB) buildIndex(ctx context.Context, sid int64, model string, dims int) (idx *binaryIndex, err error) {
+	err = db.withReadConn(ctx, func(c *sql.Conn) error {
+		tx, err := c.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		idx, err = readIndex(ctx, tx, sid, model, dims)
+		return err
+	})
+	return idx, mapErr(err)
+}
+
+// readIndex reads an index in one read transaction (one snapshot).
+func readIndex(ctx context.Context, tx *sql.Tx, sid int64, model string, dims int) (*binaryIndex, error) {
+	read := func(limit int, each func(nid int64, v []float32)) error {
+		rows, err := tx.QueryContext(ctx, "SELECT nid, vec FROM node_vectors WHERE sid = ? AND model = ? AND dims = ? LIMIT ?", sid, model, dims, limit)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		var buf []float32
-		var raw []byte
+		var raw sql.RawBytes // the driver's copy, not another
 		for rows.Next() {
 			var nid int64
 			if err := rows.Scan(&nid, &raw); err != nil {
@@ -292,7 +318,7 @@ func (db *DB) buildIndex(ctx context.Context, sid int64, model string, dims int)
 	}
 	mean := make([]float64, dims)
 	n := 0
-	if err := read(func(_ int64, v []float32) {
+	if err := read(meanSample, func(_ int64, v []float32) {
 		norm := vecNorm(v)
 		if norm == 0 {
 			return
@@ -302,7 +328,7 @@ func (db *DB) buildIndex(ctx context.Context, sid int64, model string, dims int)
 		}
 		n++
 	}); err != nil {
-		return nil, mapErr(fmt.Errorf("build semantic index: %w", err))
+		return nil, fmt.Errorf("build semantic index: %w", err)
 	}
 	var m []float32
 	if n > 0 {
@@ -312,10 +338,8 @@ func (db *DB) buildIndex(ctx context.Context, sid int64, model string, dims int)
 		}
 	}
 	idx := newBinaryIndex(dims, m)
-	idx.nids = make([]int64, 0, n)
-	idx.codes = make([]uint64, 0, n*idx.words)
-	if err := read(idx.upsert); err != nil {
-		return nil, mapErr(fmt.Errorf("build semantic index: %w", err))
+	if err := read(-1, idx.upsert); err != nil {
+		return nil, fmt.Errorf("build semantic index: %w", err)
 	}
 	idx.built = idx.len()
 	return idx, nil

@@ -103,6 +103,9 @@ func (c *embedCandidate) current(model string) bool {
 	return c.vModel.Valid && c.vModel.String == model && c.vVersion.Int64 == c.version
 }
 
+// The worker's queries join node_vectors through node_vectors_state, which
+// holds every column they read: SQLite would otherwise look rows up by
+// rowid and read each node's 1.5 KB vector to compare two integers.
 const candidateCols = "n.nid, n.sid, n.version, n.kind, n.id, n.title, n.summary, v.model, v.version, v.text_hash"
 
 func scanCandidates(rows *sql.Rows) ([]embedCandidate, error) {
@@ -118,17 +121,41 @@ func scanCandidates(rows *sql.Rows) ([]embedCandidate, error) {
 	return out, rows.Err()
 }
 
+// querier is a read connection or pool.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// withReadConn runs fn on one read connection and then hands the pages it
+// cached back: the embedding worker's looks over every node and an index
+// build read far more than any request does, and their pages would
+// otherwise stay in that connection's cache, in kurad's memory, until it
+// closes.
+func (db *DB) withReadConn(ctx context.Context, fn func(*sql.Conn) error) error {
+	c, err := db.rdb.Conn(ctx)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer c.Close()
+	err = fn(c)
+	if _, serr := c.ExecContext(context.WithoutCancel(ctx), "PRAGMA shrink_memory"); err == nil && serr != nil {
+		err = mapErr(serr)
+	}
+	return err
+}
+
 // changedNodes returns the nodes named by memory events with after < seq
 // <= upto, as they are now, with their stored vectors. A node written
 // several times comes once.
-func (db *DB) changedNodes(ctx context.Context, after, upto int64) ([]embedCandidate, error) {
-	rows, err := db.rdb.QueryContext(ctx, `WITH ev AS (
+func changedNodes(ctx context.Context, q querier, after, upto int64) ([]embedCandidate, error) {
+	rows, err := q.QueryContext(ctx, `WITH ev AS (
 			SELECT DISTINCT project, json_extract(refs, '$.ref') AS ref FROM events
 			WHERE seq > ? AND seq <= ? AND type IN ('memory.node', 'memory.lifecycle'))
 		SELECT `+candidateCols+` FROM ev
 		JOIN scopes s ON s.name = ev.project
 		JOIN nodes n ON n.sid = s.sid AND n.kind = substr(ev.ref, 1, instr(ev.ref, ':') - 1) AND n.id = substr(ev.ref, instr(ev.ref, ':') + 1)
-		LEFT JOIN node_vectors v ON v.nid = n.nid`, after, upto)
+		LEFT JOIN node_vectors v INDEXED BY node_vectors_state ON v.nid = n.nid`, after, upto)
 	if err != nil {
 		return nil, err
 	}
@@ -149,8 +176,8 @@ func (db *DB) changedNodes(ctx context.Context, after, upto int64) ([]embedCandi
 
 // staleNodes returns up to limit nodes after nid whose vector is missing,
 // of another model or of an older version, in nid order.
-func (db *DB) staleNodes(ctx context.Context, model string, after int64, limit int) ([]embedCandidate, error) {
-	rows, err := db.rdb.QueryContext(ctx, "SELECT "+candidateCols+` FROM nodes n LEFT JOIN node_vectors v ON v.nid = n.nid
+func staleNodes(ctx context.Context, q querier, model string, after int64, limit int) ([]embedCandidate, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+candidateCols+` FROM nodes n LEFT JOIN node_vectors v INDEXED BY node_vectors_state ON v.nid = n.nid
 		WHERE n.nid > ? AND (v.nid IS NULL OR v.model <> ? OR v.version <> n.version) ORDER BY n.nid LIMIT ?`, after, model, limit)
 	if err != nil {
 		return nil, err
@@ -159,9 +186,9 @@ func (db *DB) staleNodes(ctx context.Context, model string, after int64, limit i
 }
 
 // countStale counts the nodes staleNodes would find.
-func (db *DB) countStale(ctx context.Context, model string) (int64, error) {
+func countStale(ctx context.Context, q querier, model string) (int64, error) {
 	var n int64
-	err := db.rdb.QueryRowContext(ctx, `SELECT count(*) FROM nodes n LEFT JOIN node_vectors v ON v.nid = n.nid
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM nodes n LEFT JOIN node_vectors v INDEXED BY node_vectors_state ON v.nid = n.nid
 		WHERE v.nid IS NULL OR v.model <> ? OR v.version <> n.version`, model).Scan(&n)
 	return n, err
 }

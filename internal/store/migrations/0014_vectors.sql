@@ -18,3 +18,6 @@ CREATE TABLE node_vectors (
     embedded_at TEXT NOT NULL
 );
 CREATE INDEX node_vectors_scope ON node_vectors(sid, model);
+-- What the worker compares a node with, without reading the vectors: the
+-- look over every node at start reads this index, not 1.5 KB a node.
+CREATE INDEX node_vectors_state ON node_vectors(nid, model, version, text_hash);
