@@ -189,6 +189,21 @@ func TestEmbed_WriteSucceedsWithEmbedderDown(t *testing.T) {
 	})
 }
 
+// TestEmbed_FailingUntilTheEmbedderAnswers: with nothing to embed, the
+// worker still asks a failing embedder again (with backoff), so the state
+// turns ok only once it really answers.
+func TestEmbed_FailingUntilTheEmbedderAnswers(t *testing.T) {
+	srv := embedtest.Start(t, testDims)
+	srv.SetDown(true)
+	db := openEmbedStore(t, srv, "", "m1", nil)
+	waitFor(t, "three failed attempts", func() bool {
+		i := db.EmbedderInfo()
+		return i.Errors >= 3 && i.State == "failing"
+	})
+	srv.SetDown(false)
+	waitFor(t, "state ok", func() bool { return db.EmbedderInfo().State == "ok" })
+}
+
 func TestEmbed_ModelChangeReembeds(t *testing.T) {
 	srv := embedtest.Start(t, testDims)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)

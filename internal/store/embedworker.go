@@ -169,9 +169,10 @@ func (w *EmbedWorker) run() {
 // followed from there.
 func (w *EmbedWorker) sweepAll(ctx context.Context) error {
 	model := w.emb.Model()
-	if !w.db.embed.started.Load() {
-		// Ask once at start even with nothing to embed, so a wrong URL,
-		// model or token shows in the log and /v1/info right away.
+	if !w.db.embed.started.Load() || w.db.embed.failing.Load() {
+		// Ask at start even with nothing to embed, so a wrong URL, model
+		// or token shows in the log and /v1/info right away; and after a
+		// failure, so "failing" ends only when the embedder answers.
 		vs, err := w.emb.Embed(ctx, []string{"kura"})
 		if err != nil {
 			if ctx.Err() == nil {
