@@ -169,6 +169,16 @@ func (w *EmbedWorker) run() {
 // followed from there.
 func (w *EmbedWorker) sweepAll(ctx context.Context) error {
 	model := w.emb.Model()
+	start := w.db.LastEventSeq()
+	var n int64
+	err := w.db.withReadConn(ctx, func(c *sql.Conn) (err error) {
+		n, err = countStale(ctx, c, model)
+		return err
+	})
+	if err != nil {
+		return mapErr(err)
+	}
+	w.db.embed.pending.Store(n)
 	if !w.db.embed.started.Load() || w.db.embed.failing.Load() {
 		// Ask at start even with nothing to embed, so a wrong URL, model
 		// or token shows in the log and /v1/info right away; and after a
@@ -184,16 +194,6 @@ func (w *EmbedWorker) sweepAll(ctx context.Context) error {
 			w.db.embed.ok(len(vs[0]))
 		}
 	}
-	start := w.db.LastEventSeq()
-	var n int64
-	err := w.db.withReadConn(ctx, func(c *sql.Conn) (err error) {
-		n, err = countStale(ctx, c, model)
-		return err
-	})
-	if err != nil {
-		return mapErr(err)
-	}
-	w.db.embed.pending.Store(n)
 	if n == 0 {
 		w.cursor = start
 		return nil

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
@@ -56,36 +57,14 @@ func (db *DB) SearchMemory(ctx context.Context, scope string, q kura.SearchQuery
 		ans.Warnings = append(ans.Warnings, "mode="+mode+" needs an embedder and none is configured (KURA_EMBEDDER_URL); these results are by words only")
 		return byWords()
 	}
-	// A hybrid search needs the lexical list whatever the embedder does:
-	// it runs while the query is embedded (the longest part of a search
-	// on a small machine) and the semantic list is ranked.
-	type lexAnswer struct {
-		res []kura.SearchResult
-		err error
-	}
-	var lexDone chan lexAnswer
+	lexical := func() ([]kura.SearchResult, error) { return db.SearchNodes(ctx, scope, lq) }
 	if mode == kura.SearchHybrid {
-		lexDone = make(chan lexAnswer, 1)
-		go func() {
-			res, err := db.SearchNodes(ctx, scope, lq)
-			lexDone <- lexAnswer{res, err}
-		}()
-		// Every return below waits for it first: the goroutine never
-		// outlives the search.
+		// A hybrid search needs the words list whatever the embedder
+		// does: it runs while the query is embedded (the longest part of
+		// a search on a small machine) and the semantic list is ranked.
+		lexical = db.searchNodesAsync(ctx, scope, lq)
+		defer lexical() // never outlive the search
 	}
-	lexical := func() ([]kura.SearchResult, error) {
-		if lexDone == nil {
-			return db.SearchNodes(ctx, scope, lq)
-		}
-		a := <-lexDone
-		lexDone = nil
-		return a.res, a.err
-	}
-	defer func() {
-		if lexDone != nil {
-			<-lexDone
-		}
-	}()
 	qv, err := db.embedQuery(ctx, emb, q.Q)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -136,6 +115,24 @@ func (db *DB) SearchMemory(ctx context.Context, scope string, q kura.SearchQuery
 	}
 	ans.Results = fuseResults(lex, sem, nodes, semResult, semReason, k)
 	return ans, nil
+}
+
+// searchNodesAsync starts SearchNodes and returns what waits for its
+// answer (once; later calls return the same).
+func (db *DB) searchNodesAsync(ctx context.Context, scope string, q kura.SearchQuery) func() ([]kura.SearchResult, error) {
+	type answer struct {
+		res []kura.SearchResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := db.SearchNodes(ctx, scope, q)
+		done <- answer{res, err}
+	}()
+	return sync.OnceValues(func() ([]kura.SearchResult, error) {
+		a := <-done
+		return a.res, a.err
+	})
 }
 
 // fuseResults merges the lexical results and the semantic hits by
