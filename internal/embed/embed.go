@@ -310,6 +310,26 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Refused reports whether the endpoint answered, and refused what it was
+// sent (an error status other than an outage's, or an answer that is not
+// one), rather than being down, slow or overloaded: then the texts may be
+// the cause, and one of them alone may be refused while the others are
+// not.
+func (e *Error) Refused() bool {
+	switch e.Kind {
+	case KindBadAnswer:
+		return true
+	case KindStatus:
+		switch e.Status {
+		case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusBadGateway,
+			http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
 // Temporary reports whether trying again later may succeed: a server that
 // is down, slow, overloaded or restarting. A 4xx other than 408 and 429
 // (a wrong model name, a bad token) needs a configuration change, though

@@ -203,3 +203,32 @@ func FuzzEndpoint(f *testing.F) {
 		}
 	})
 }
+
+func TestError_RefusedAndTemporary(t *testing.T) {
+	tests := []struct {
+		err                *embed.Error
+		refused, temporary bool
+	}{
+		{&embed.Error{Kind: embed.KindUnreachable}, false, true},
+		{&embed.Error{Kind: embed.KindTimeout}, false, true},
+		{&embed.Error{Kind: embed.KindCanceled}, false, false},
+		{&embed.Error{Kind: embed.KindBadAnswer, Status: 200}, true, false},
+		{&embed.Error{Kind: embed.KindStatus, Status: 400}, true, false},
+		{&embed.Error{Kind: embed.KindStatus, Status: 401}, true, false},
+		{&embed.Error{Kind: embed.KindStatus, Status: 413}, true, false},
+		{&embed.Error{Kind: embed.KindStatus, Status: 500}, true, true}, // llama.cpp: input too large
+		{&embed.Error{Kind: embed.KindStatus, Status: 408}, false, true},
+		{&embed.Error{Kind: embed.KindStatus, Status: 429}, false, true},
+		{&embed.Error{Kind: embed.KindStatus, Status: 502}, false, true},
+		{&embed.Error{Kind: embed.KindStatus, Status: 503}, false, true},
+		{&embed.Error{Kind: embed.KindStatus, Status: 504}, false, true},
+	}
+	for _, tc := range tests {
+		if got := tc.err.Refused(); got != tc.refused {
+			t.Errorf("%v: Refused() = %v, want %v", tc.err, got, tc.refused)
+		}
+		if got := tc.err.Temporary(); got != tc.temporary {
+			t.Errorf("%v: Temporary() = %v, want %v", tc.err, got, tc.temporary)
+		}
+	}
+}

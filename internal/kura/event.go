@@ -76,8 +76,12 @@ type EmbedderInfo struct {
 	Pending int64 `json:"pending"`
 	// Embedded counts vectors written since kurad started; Errors the
 	// failed embeddings requests (the worker's and searches').
-	Embedded    int64  `json:"embedded"`
-	Errors      int64  `json:"errors"`
+	Embedded int64 `json:"embedded"`
+	Errors   int64 `json:"errors"`
+	// Refused counts node texts the embedder refused alone while it
+	// embedded others (too long for the model, say): those nodes stay
+	// without a vector, found by words only, until their text changes.
+	Refused     int64  `json:"refused"`
 	LastError   string `json:"last_error,omitempty"`
 	LastErrorAt string `json:"last_error_at,omitempty"`
 }

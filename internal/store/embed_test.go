@@ -31,7 +31,7 @@ type embedStore struct {
 
 // openEmbedStore opens the store at path (a new one when path is empty)
 // embedding with model at srv, and starts its worker with short retries.
-func openEmbedStore(t *testing.T, srv *embedtest.Server, path, model string, key ed25519.PrivateKey) *embedStore {
+func openEmbedStore(t *testing.T, srv *embedtest.Server, path, model string, key ed25519.PrivateKey, opts ...func(*store.EmbedWorkerConfig)) *embedStore {
 	t.Helper()
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "kura.db")
@@ -47,7 +47,11 @@ func openEmbedStore(t *testing.T, srv *embedtest.Server, path, model string, key
 	if err := db.Open(context.Background()); err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	w := store.NewEmbedWorker(db, store.EmbedWorkerConfig{Batch: 4, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	wc := store.EmbedWorkerConfig{Batch: 4, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond}
+	for _, o := range opts {
+		o(&wc)
+	}
+	w := store.NewEmbedWorker(db, wc)
 	if err := w.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +206,46 @@ func TestEmbed_FailingUntilTheEmbedderAnswers(t *testing.T) {
 	})
 	srv.SetDown(false)
 	waitFor(t, "state ok", func() bool { return db.EmbedderInfo().State == "ok" })
+}
+
+// TestEmbed_RefusedTextDoesNotHoldOthersBack: an embedder that refuses
+// one text (as llama.cpp answers 500 to a text longer than it takes) gets
+// the others of the batch alone; the refused node waits for a new text.
+func TestEmbed_RefusedTextDoesNotHoldOthersBack(t *testing.T) {
+	srv := embedtest.Start(t, testDims)
+	srv.SetRefuse(func(text string) bool { return strings.Contains(text, "poison") })
+	// Looks over every node come often: each would send the refused text
+	// again if the worker did not keep it out.
+	db := openEmbedStore(t, srv, "", "m1", nil, func(c *store.EmbedWorkerConfig) { c.Sweep = 5 * time.Millisecond })
+	var ins []kura.NodeInput
+	for _, s := range []string{"alpha one", "beta two", "poison pill", "gamma three", "delta four", "epsilon five"} {
+		ins = append(ins, kura.NodeInput{Kind: "fact", ID: strings.Fields(s)[0], Summary: &s})
+	}
+	if _, err := db.PutNodes(t.Context(), "acme", ins); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"alpha", "beta", "gamma", "delta", "epsilon"} {
+		db.waitVector(t, "acme", "fact:"+id, "m1", 1)
+	}
+	waitFor(t, "the refusal counted", func() bool {
+		i := db.EmbedderInfo()
+		return i.Refused == 1 && i.Pending == 1 && i.State == "ok"
+	})
+	if _, ok := db.vector(t, "acme", "fact:poison"); ok {
+		t.Fatal("a vector for the refused text")
+	}
+	// Refused once: later looks leave it be until its text changes.
+	before := srv.Count("poison pill")
+	for _, id := range []string{"kappa", "lambda", "mu"} {
+		putNode(t, db.DB, "acme", "fact", id, "", id+" six")
+		db.waitVector(t, "acme", "fact:"+id, "m1", 1)
+	}
+	if n := srv.Count("poison pill"); n != before {
+		t.Fatalf("the refused text was sent again (%d times, %d before)", n, before)
+	}
+	putNode(t, db.DB, "acme", "fact", "poison", "", "antidote taken")
+	db.waitVector(t, "acme", "fact:poison", "m1", 2)
+	waitFor(t, "nothing pending", func() bool { return db.EmbedderInfo().Pending == 0 })
 }
 
 func TestEmbed_ModelChangeReembeds(t *testing.T) {

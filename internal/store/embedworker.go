@@ -45,6 +45,9 @@ type EmbedWorker struct {
 	once   sync.Once
 
 	cursor int64 // last event seq looked at (worker goroutine only)
+	// skip holds the nodes whose text the embedder refused, by the
+	// version refused: they wait for a new text (worker goroutine only).
+	skip map[int64]int64
 }
 
 // NewEmbedWorker returns an unstarted worker for db's embedder.
@@ -64,7 +67,7 @@ func NewEmbedWorker(db *DB, cfg EmbedWorkerConfig) *EmbedWorker {
 	if cfg.RetryMax < cfg.RetryMin {
 		cfg.RetryMax = max(time.Minute, cfg.RetryMin)
 	}
-	return &EmbedWorker{db: db, emb: db.cfg.Embedder, cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1)}
+	return &EmbedWorker{db: db, emb: db.cfg.Embedder, cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), skip: map[int64]int64{}}
 }
 
 // Open starts the worker on an open store. It returns at once: the first
@@ -218,7 +221,7 @@ func (w *EmbedWorker) sweepAll(ctx context.Context) error {
 		}
 	}
 	w.cursor = start
-	w.db.embed.pending.Store(0)
+	w.db.embed.pending.Store(int64(len(w.skip))) // refused texts wait for a change
 	return nil
 }
 
@@ -238,7 +241,7 @@ func (w *EmbedWorker) follow(ctx context.Context) error {
 		}
 		w.cursor = upto
 	}
-	w.db.embed.pending.Store(0)
+	w.db.embed.pending.Store(int64(len(w.skip))) // refused texts wait for a change
 	return nil
 }
 
@@ -249,8 +252,9 @@ func (w *EmbedWorker) follow(ctx context.Context) error {
 func (w *EmbedWorker) process(ctx context.Context, model string, cs []embedCandidate) error {
 	var touch, todo []embedCandidate
 	for _, c := range cs {
-		switch {
+		switch v, skipped := w.skip[c.nid]; {
 		case c.current(model):
+		case skipped && v == c.version:
 		case c.vModel.String == model && sameHash(c.vHash, embedText(&c)):
 			touch = append(touch, c)
 		default:
@@ -275,9 +279,16 @@ func (w *EmbedWorker) process(ctx context.Context, model string, cs []embedCandi
 		for _, c := range batch {
 			texts = append(texts, embedText(&c))
 		}
-		vs, err := w.emb.Embed(ctx, texts)
-		if err == nil && len(vs) != len(texts) {
-			err = errors.New("embedder answered another number of vectors than texts asked")
+		out, err := w.embedBatch(ctx, batch, texts)
+		if len(out) > 0 {
+			if err := w.db.putVectors(ctx, model, out); err != nil {
+				return err
+			}
+			w.db.embed.ok(len(out[0].vec))
+			w.db.embed.embedded.Add(int64(len(out)))
+			if p := w.db.embed.pending.Add(-int64(len(out))); p < 0 {
+				w.db.embed.pending.Store(0)
+			}
 		}
 		if err != nil {
 			if ctx.Err() == nil {
@@ -285,18 +296,68 @@ func (w *EmbedWorker) process(ctx context.Context, model string, cs []embedCandi
 			}
 			return err
 		}
-		out := make([]nodeVector, len(batch))
-		for i, c := range batch {
-			out[i] = nodeVector{nid: c.nid, sid: c.sid, version: c.version, hash: textHash(texts[i]), vec: vs[i]}
-		}
-		if err := w.db.putVectors(ctx, model, out); err != nil {
-			return err
-		}
-		w.db.embed.ok(len(vs[0]))
-		w.db.embed.embedded.Add(int64(len(out)))
-		if p := w.db.embed.pending.Add(-int64(len(out))); p < 0 {
-			w.db.embed.pending.Store(0)
-		}
 	}
 	return nil
+}
+
+// embedBatch embeds the texts of a batch of nodes. When the embedder
+// refuses the batch (it answered, with an error), each text is tried
+// alone: a text it cannot take (too long for the model, say) must not
+// hold the others back for ever. A text refused alone, by an embedder
+// that still embeds others, leaves its node without a vector until the
+// node's text changes. What was embedded is returned with any error.
+func (w *EmbedWorker) embedBatch(ctx context.Context, batch []embedCandidate, texts []string) ([]nodeVector, error) {
+	vec := func(c *embedCandidate, text string, v []float32) nodeVector {
+		delete(w.skip, c.nid)
+		return nodeVector{nid: c.nid, sid: c.sid, version: c.version, hash: textHash(text), vec: v}
+	}
+	vs, err := w.embed(ctx, texts)
+	if err == nil {
+		out := make([]nodeVector, len(batch))
+		for i := range batch {
+			out[i] = vec(&batch[i], texts[i], vs[i])
+		}
+		return out, nil
+	}
+	if !refused(err) {
+		return nil, err
+	}
+	var out []nodeVector
+	for i := range batch {
+		c := &batch[i]
+		vs, err := w.embed(ctx, texts[i:i+1])
+		if err == nil {
+			out = append(out, vec(c, texts[i], vs[0]))
+			continue
+		}
+		if !refused(err) {
+			return out, err
+		}
+		// This text, or the embedder? Ask it for a word.
+		if _, perr := w.embed(ctx, []string{"kura"}); perr != nil {
+			return out, perr
+		}
+		w.skip[c.nid] = c.version
+		w.db.embed.note(err, w.db.now())
+		w.db.embed.skipped.Add(1)
+		w.log.Warn("the embedder refuses a node's text; the node stays without a vector until its text changes",
+			"node", c.kind+":"+c.id, "version", c.version, "bytes", len(texts[i]), "err", err)
+	}
+	return out, nil
+}
+
+// embed asks the embedder and checks it answered a vector a text.
+func (w *EmbedWorker) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	vs, err := w.emb.Embed(ctx, texts)
+	if err == nil && len(vs) != len(texts) {
+		err = errors.New("embedder answered another number of vectors than texts asked")
+	}
+	return vs, err
+}
+
+// refused reports whether an embedder error is a refusal of what it was
+// sent (embed.Error.Refused) rather than an outage.
+func refused(err error) bool {
+	var r interface{ Refused() bool }
+	return errors.As(err, &r) && r.Refused()
 }

@@ -244,6 +244,7 @@ type embedState struct {
 	pending  atomic.Int64
 	embedded atomic.Int64
 	errors   atomic.Int64
+	skipped  atomic.Int64
 
 	mu        sync.Mutex
 	lastErr   string
@@ -283,7 +284,7 @@ func (db *DB) EmbedderInfo() *kura.EmbedderInfo {
 	}
 	s := &db.embed
 	info := &kura.EmbedderInfo{Model: e.Model(), Dims: int(s.dims.Load()), State: "starting",
-		Pending: s.pending.Load(), Embedded: s.embedded.Load(), Errors: s.errors.Load()}
+		Pending: s.pending.Load(), Embedded: s.embedded.Load(), Errors: s.errors.Load(), Refused: s.skipped.Load()}
 	if s.started.Load() {
 		info.State = "ok"
 		if s.failing.Load() {

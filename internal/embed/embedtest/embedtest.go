@@ -37,6 +37,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	down   bool
+	refuse func(text string) bool
 	inputs []string // every text embedded, in order
 	calls  int
 }
@@ -55,6 +56,15 @@ func Start(tb testing.TB, dims int) *Server {
 func (s *Server) SetDown(down bool) {
 	s.mu.Lock()
 	s.down = down
+	s.mu.Unlock()
+}
+
+// SetRefuse makes the server answer 500 to any request holding a text
+// refuse is true for (as llama.cpp answers a text longer than it can
+// take); nil takes everything again.
+func (s *Server) SetRefuse(refuse func(text string) bool) {
+	s.mu.Lock()
+	s.refuse = refuse
 	s.mu.Unlock()
 }
 
@@ -92,7 +102,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg}})
 	}
 	s.mu.Lock()
-	down := s.down
+	down, refuse := s.down, s.refuse
 	s.mu.Unlock()
 	switch {
 	case down:
@@ -112,6 +122,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Model == "" || len(req.Input) == 0 {
 		fail(http.StatusBadRequest, "want {model, input:[...]}")
 		return
+	}
+	for _, t := range req.Input {
+		if refuse != nil && refuse(t) {
+			fail(http.StatusInternalServerError, "input is too large to process")
+			return
+		}
 	}
 	type item struct {
 		Object    string    `json:"object"`
