@@ -225,24 +225,30 @@ func (db *DB) semanticHits(ctx context.Context, sid int64, model string, qv []fl
 	if err != nil {
 		return nil, err
 	}
-	pool := min(max(8*k, minRerank), maxRerank)
+	pool := min(max(4*k, minRerank), maxRerank)
 	// Filters (and vectors of older versions) may drop most candidates:
 	// widen the look until enough pass or the index is used up.
 	target := min(max(2*k, 64), pool)
 	where, fargs := filterSQL(q)
 	var hits []semanticHit
-	seen := 0
+	seen := map[int64]bool{}
 	for want := pool; ; want *= 4 {
 		cands, total := e.nearest(qv, min(want, maxCandidates))
-		if len(cands) > seen {
-			got, err := db.rerank(ctx, cands[seen:], model, qv, where, fargs)
+		fresh := make([]int64, 0, len(cands))
+		for _, nid := range cands {
+			if !seen[nid] {
+				seen[nid] = true
+				fresh = append(fresh, nid)
+			}
+		}
+		if len(fresh) > 0 {
+			got, err := db.rerank(ctx, fresh, model, qv, where, fargs)
 			if err != nil {
 				return nil, err
 			}
 			hits = append(hits, got...)
-			seen = len(cands)
 		}
-		if len(hits) >= target || seen >= total || seen >= maxCandidates {
+		if len(hits) >= target || len(cands) >= total || len(cands) >= maxCandidates {
 			break
 		}
 	}
