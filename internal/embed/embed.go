@@ -310,6 +310,21 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Public is the error without what the endpoint said and without where it
+// is, for what other callers read (kurad's /v1/info, a search's warnings):
+// an endpoint's message may quote the texts it was sent, and its address
+// is the operator's business. Error has it all, for the log.
+func (e *Error) Public() string {
+	s := "embedder " + string(e.Kind)
+	switch e.Kind {
+	case KindStatus:
+		s += fmt.Sprintf(" (HTTP %d)", e.Status)
+	case KindBadAnswer:
+		s += ": " + e.Message // kurad's own words, never the answer's
+	}
+	return s
+}
+
 // Refused reports whether the endpoint answered, and refused what it was
 // sent (an error status other than an outage's, or an answer that is not
 // one), rather than being down, slow or overloaded: then the texts may be

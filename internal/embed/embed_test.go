@@ -232,3 +232,20 @@ func TestError_RefusedAndTemporary(t *testing.T) {
 		}
 	}
 }
+
+func TestError_Public(t *testing.T) {
+	tests := []struct {
+		err  *embed.Error
+		want string
+	}{
+		{&embed.Error{Kind: embed.KindUnreachable, Message: "request failed", Err: errors.New(`Post "http://10.0.0.5:11434/v1/embeddings": dial tcp 10.0.0.5:11434: connection refused`)}, "embedder unreachable"},
+		{&embed.Error{Kind: embed.KindTimeout, Err: context.DeadlineExceeded}, "embedder timeout"},
+		{&embed.Error{Kind: embed.KindStatus, Status: 500, Message: "input is too large to process: my secret text"}, "embedder status (HTTP 500)"},
+		{&embed.Error{Kind: embed.KindBadAnswer, Status: 200, Message: "3 vectors for 2 texts", Err: errors.New("invalid character 's'")}, "embedder bad_answer: 3 vectors for 2 texts"},
+	}
+	for _, tc := range tests {
+		if got := tc.err.Public(); got != tc.want {
+			t.Errorf("Public() = %q, want %q (Error() is %q)", got, tc.want, tc.err.Error())
+		}
+	}
+}

@@ -234,6 +234,10 @@ func TestEmbed_RefusedTextDoesNotHoldOthersBack(t *testing.T) {
 	if _, ok := db.vector(t, "acme", "fact:poison"); ok {
 		t.Fatal("a vector for the refused text")
 	}
+	// The embedder quoted the text; what others read does not.
+	if i := db.EmbedderInfo(); strings.Contains(i.LastError, "poison") || !strings.Contains(i.LastError, "HTTP 500") {
+		t.Fatalf("last_error %q: want the status and not the node's text", i.LastError)
+	}
 	// Refused once: later looks leave it be until its text changes.
 	before := srv.Count("poison pill")
 	for _, id := range []string{"kappa", "lambda", "mu"} {
@@ -393,6 +397,44 @@ func TestSearchMemory_EmbedderDownAtQuery(t *testing.T) {
 	}
 	// A write goes on meanwhile.
 	putNode(t, db.DB, "acme", "fact", "later", "Puppy", "the puppy needs a walk")
+}
+
+// TestSearchMemory_ScopeBound: the nearest node by meaning in another
+// scope is never a hit.
+func TestSearchMemory_ScopeBound(t *testing.T) {
+	srv := embedtest.Start(t, testDims)
+	db := openEmbedStore(t, srv, "", "m1", nil)
+	putNode(t, db.DB, "alpha", "fact", "a", "Dog walking", "walk the dog at noon")
+	putNode(t, db.DB, "beta", "fact", "b", "Car maintenance", "car maintenance every spring")
+	db.waitVector(t, "alpha", "fact:a", "m1", 1)
+	db.waitVector(t, "beta", "fact:b", "m1", 1)
+	for _, mode := range []string{kura.SearchSemantic, kura.SearchHybrid} {
+		refs, _, _ := searchRefs(t, db.DB, "alpha", kura.SearchQuery{Q: "automobile servicing", Mode: mode, Limit: 10})
+		if !slices.Equal(refs, []string{"fact:a"}) {
+			t.Errorf("%s in alpha: %v; want only alpha's node", mode, refs)
+		}
+	}
+	if refs, _, _ := searchRefs(t, db.DB, "gamma", kura.SearchQuery{Q: "automobile servicing", Limit: 10}); len(refs) != 0 {
+		t.Errorf("a scope never written: %v", refs)
+	}
+}
+
+// TestSearchMemory_WarningsSayNotWhere: an embedder that cannot be
+// reached is named in neither the search's warning nor /v1/info's
+// last_error, which every reader sees: its address is the operator's.
+func TestSearchMemory_WarningsSayNotWhere(t *testing.T) {
+	srv := embedtest.Start(t, testDims)
+	db := openEmbedStore(t, srv, "", "m1", nil)
+	seedMeaning(t, db)
+	srv.Close() // now nothing listens there
+	_, _, warns := searchRefs(t, db.DB, "acme", kura.SearchQuery{Q: "automobile servicing", Limit: 10})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if len(warns) != 1 || strings.Contains(warns[0], host) || !strings.Contains(warns[0], "unreachable") {
+		t.Fatalf("warnings %q: want one saying unreachable, without %s", warns, host)
+	}
+	if i := db.EmbedderInfo(); strings.Contains(i.LastError, host) || i.LastError == "" {
+		t.Fatalf("last_error %q: want it without %s", i.LastError, host)
+	}
 }
 
 func TestSearchMemory_NoEmbedder(t *testing.T) {

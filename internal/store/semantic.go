@@ -70,7 +70,13 @@ func (db *DB) SearchMemory(ctx context.Context, scope string, q kura.SearchQuery
 		if ctx.Err() != nil {
 			return nil, mapErr(ctx.Err())
 		}
-		ans.Warnings = append(ans.Warnings, "the embedder did not answer ("+err.Error()+"); these results are by words only")
+		if now := time.Now(); now.Sub(time.Unix(0, db.embed.queryLog.Load())) > time.Minute {
+			// Once a minute at most: while the embedder is down every
+			// search would say it.
+			db.embed.queryLog.Store(now.UnixNano())
+			db.log.Warn("a search's query could not be embedded; searches are answered by words", "err", err)
+		}
+		ans.Warnings = append(ans.Warnings, "the embedder did not answer ("+publicError(err)+"); these results are by words only")
 		if ans.Results, err = lexical(); err != nil {
 			return nil, err
 		}
@@ -242,7 +248,7 @@ func (db *DB) semanticHits(ctx context.Context, sid int64, model string, qv []fl
 			}
 		}
 		if len(fresh) > 0 {
-			got, err := db.rerank(ctx, fresh, model, qv, where, fargs)
+			got, err := db.rerank(ctx, sid, fresh, model, qv, where, fargs)
 			if err != nil {
 				return nil, err
 			}
@@ -264,18 +270,20 @@ func (db *DB) semanticHits(ctx context.Context, sid int64, model string, qv []fl
 	return hits[:min(k, len(hits))], nil
 }
 
-// rerank reads the stored vectors of candidate nodes that pass the
-// filters and measures each against qv exactly.
-func (db *DB) rerank(ctx context.Context, nids []int64, model string, qv []float32, where string, fargs []any) ([]semanticHit, error) {
+// rerank reads the stored vectors of candidate nodes of scope sid that
+// pass the filters and measures each against qv exactly.
+func (db *DB) rerank(ctx context.Context, sid int64, nids []int64, model string, qv []float32, where string, fargs []any) ([]semanticHit, error) {
 	var keys []byte
 	for _, nid := range nids {
 		keys = appendKey(keys, nid)
 	}
-	args := append([]any{string(append(keys, ']')), model, len(qv)}, fargs...)
+	// The candidates come from the scope's own index; the scope is
+	// checked again here, where the nodes are read, all the same.
+	args := append([]any{string(append(keys, ']')), sid, model, len(qv)}, fargs...)
 	rows, err := db.rdb.QueryContext(ctx, `SELECT v.nid, v.vec FROM json_each(?) j
 		CROSS JOIN node_vectors v ON v.nid = j.value
 		CROSS JOIN nodes n ON n.nid = v.nid
-		WHERE v.model = ? AND v.dims = ? AND v.version = n.version`+where, args...)
+		WHERE n.sid = ? AND v.model = ? AND v.dims = ? AND v.version = n.version`+where, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}

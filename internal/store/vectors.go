@@ -245,6 +245,7 @@ type embedState struct {
 	embedded atomic.Int64
 	errors   atomic.Int64
 	skipped  atomic.Int64
+	queryLog atomic.Int64 // when a search's embedding failure was last logged (unix ns)
 
 	mu        sync.Mutex
 	lastErr   string
@@ -272,8 +273,19 @@ func (s *embedState) fail(err error, at time.Time) {
 func (s *embedState) note(err error, at time.Time) {
 	s.errors.Add(1)
 	s.mu.Lock()
-	s.lastErr, s.lastErrAt = err.Error(), at
+	s.lastErr, s.lastErrAt = publicError(err), at
 	s.mu.Unlock()
+}
+
+// publicError is what every reader may see of an embedder error: its kind
+// and status (embed.Error.Public), not the endpoint's words, which may
+// quote node texts of any scope, nor its address. The log has the rest.
+func publicError(err error) string {
+	var p interface{ Public() string }
+	if errors.As(err, &p) {
+		return p.Public()
+	}
+	return "embedder request failed"
 }
 
 // EmbedderInfo is the embedder's state, nil when none is configured.

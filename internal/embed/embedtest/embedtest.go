@@ -125,7 +125,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, t := range req.Input {
 		if refuse != nil && refuse(t) {
-			fail(http.StatusInternalServerError, "input is too large to process")
+			// Some servers quote what they refuse: the error must not
+			// carry it to where other readers see it.
+			fail(http.StatusInternalServerError, "input is too large to process: "+t)
 			return
 		}
 	}
