@@ -42,6 +42,9 @@ type (
 	SearchReason = kura.SearchReason
 	// SearchResult is one search hit, with its score, reasons and node.
 	SearchResult = kura.SearchResult
+	// SearchAnswer is a search's results and its warnings (a search by
+	// meaning that fell back to words says so).
+	SearchAnswer = kura.SearchAnswer
 )
 
 // NodeHistory is every version of a node, oldest first, and every change of
@@ -143,6 +146,7 @@ func searchValues(s SearchQuery) url.Values {
 	if s.Limit > 0 {
 		q.Set("limit", strconv.Itoa(s.Limit))
 	}
+	set("mode", s.Mode)
 	return q
 }
 
@@ -378,14 +382,22 @@ func (c *Client) CreateFeedback(ctx context.Context, scope string, in FeedbackIn
 // the hits best first, each with the reasons of its score and the filters
 // it passed. Search writes nothing.
 func (c *Client) Search(ctx context.Context, scope string, q SearchQuery) ([]SearchResult, error) {
+	ans, err := c.SearchMemory(ctx, scope, q)
+	if err != nil {
+		return nil, err
+	}
+	return ans.Results, nil
+}
+
+// SearchMemory is Search with the answer's warnings: a semantic or hybrid
+// search (q.Mode) that kurad answered by words says why there.
+func (c *Client) SearchMemory(ctx context.Context, scope string, q SearchQuery) (*SearchAnswer, error) {
 	if isEmpty(scope) {
 		return nil, errMissingID("scope")
 	}
-	var out struct {
-		Results []SearchResult `json:"results"`
-	}
+	var out SearchAnswer
 	if err := c.do(ctx, "search memory", http.MethodGet, memoryPath(scope, "search"), searchValues(q), nil, &out); err != nil {
 		return nil, err
 	}
-	return out.Results, nil
+	return &out, nil
 }

@@ -208,6 +208,11 @@ func TestE2E_Memory(t *testing.T) {
 		if err != nil || len(res) != 0 {
 			t.Errorf("another scope: got %+v, %v, want nothing", res, err)
 		}
+		// SearchMemory carries the warnings: this kurad has no embedder.
+		ans, err := c.SearchMemory(ctx, "acme", client.SearchQuery{Q: "payments retry", Mode: "hybrid"})
+		if err != nil || len(ans.Results) == 0 || ans.Results[0].Ref != ref || len(ans.Warnings) != 1 {
+			t.Errorf("hybrid without an embedder: got %+v, %v; want the words answer and a warning", ans, err)
+		}
 	})
 
 	t.Run("Revise", func(t *testing.T) {
@@ -362,6 +367,10 @@ func TestClient_MemoryRequests(t *testing.T) {
 			_, err := c.Search(ctx, "acme", client.SearchQuery{Q: "pay retry", TargetFile: "a.go", MinConfidence: new(1.0), Limit: 3})
 			return err
 		}, seen{"GET", "/v1/scopes/acme/memory/search?limit=3&min_confidence=1&q=pay+retry&target_file=a.go", "", ""}},
+		{"SearchMode", func() error {
+			_, err := c.SearchMemory(ctx, "acme", client.SearchQuery{Q: "pay", Mode: "semantic"})
+			return err
+		}, seen{"GET", "/v1/scopes/acme/memory/search?mode=semantic&q=pay", "", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -111,7 +111,7 @@ func commandTable() []command {
 		{"memory relate", "<scope> <from> <kind> <to> [--id ID] [--confidence C] [--reason R]...", "relate two nodes of a scope (supports, contradicts, supersedes...)", setupMemoryRelate},
 		{"memory relations", "<scope> [--ref R] [--kind K] [--limit N] [--cursor C]", "list a scope's relations", setupMemoryRelations},
 		{"memory feedback", "<scope> <ref> <outcome> --author A [--note N]", "report an outcome (positive, negative, neutral) on a node", setupMemoryFeedback},
-		{"memory search", "<scope> [query words...] [--kind K] [--lifecycle L] [--authority A] [--target-file F] [--owner O] [--min-confidence C] [--limit N]", "search a scope's memory, best first, with the reasons of each score", setupMemorySearch},
+		{"memory search", "<scope> [query words...] [--kind K] [--lifecycle L] [--authority A] [--target-file F] [--owner O] [--min-confidence C] [--limit N] [--mode lexical|semantic|hybrid]", "search a scope's memory, best first, with the reasons of each score", setupMemorySearch},
 		{"context preview", "<scope> [--query Q] [--budget BYTES] [--as-of TIME] [--kind K]... [--max-per-bucket N] [--target-file F]... [--no-redact]", "show which memory an agent may use now, inspect, rehydrate or not use, and why; stores nothing", setupContextPreview},
 		{"context compile", "<scope> [--query Q] [--budget BYTES] [--as-of TIME] [--kind K]... [--max-per-bucket N] [--target-file F]... [--no-redact] [--idempotency-key K]", "compile a scope's memory into a bundle kurad keeps as the receipt; checks its digest", setupContextCompile},
 		{"kb put", "<kb> <identifier> (--value V | --value-file F) [--key K]... [--scope S]", "create or replace the entry with this exact identifier in a knowledge base", setupKBPut},

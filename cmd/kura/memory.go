@@ -537,6 +537,7 @@ func setupMemorySearch(fs *flag.FlagSet) func(context.Context, *cli, []string) e
 	owner := fs.String("owner", "", "only nodes of this owner")
 	minConf := fs.Float64("min-confidence", 0, "only nodes at least this confident")
 	limit := fs.Int("limit", 0, "at most `N` results (default: the server's, 100)")
+	mode := fs.String("mode", "", "lexical (by words), semantic (by meaning) or hybrid (both; kurad's default with an embedder)")
 	return func(ctx context.Context, c *cli, args []string) error {
 		if len(args) < 1 {
 			return usagef("memory search takes a scope, then the query words")
@@ -545,20 +546,23 @@ func setupMemorySearch(fs *flag.FlagSet) func(context.Context, *cli, []string) e
 			return usagef("--limit must not be negative")
 		}
 		q := client.SearchQuery{Q: strings.Join(args[1:], " "), Kind: *kind, Lifecycle: *lifecycle, Authority: *authority,
-			TargetFile: *targetFile, Owner: *owner, Limit: *limit}
+			TargetFile: *targetFile, Owner: *owner, Limit: *limit, Mode: *mode}
 		if visited(fs)["min-confidence"] {
 			q.MinConfidence = minConf
 		}
 		var raw json.RawMessage
-		res, err := c.client.Search(client.WithRawResponse(ctx, &raw), args[0], q)
+		ans, err := c.client.SearchMemory(client.WithRawResponse(ctx, &raw), args[0], q)
 		if err != nil {
 			return err
 		}
 		if c.json {
 			return c.printRaw(raw)
 		}
+		for _, w := range ans.Warnings {
+			fmt.Fprintln(c.stderr, "warning:", w)
+		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		for _, r := range res {
+		for _, r := range ans.Results {
 			reasons := make([]string, len(r.Reasons))
 			for i, why := range r.Reasons {
 				reasons[i] = why.Code + ": " + why.Detail

@@ -197,6 +197,15 @@ func TestE2E_Memory(t *testing.T) {
 		if out := kuraOK(t, url, "", "memory", "search", "other", "payments"); out != "" {
 			t.Errorf("another scope: got %q, want nothing", out)
 		}
+		// A search by meaning on a kurad without an embedder answers by
+		// words and says so on stderr; a mode kurad does not know is refused.
+		stdout, stderr, code := runKura(t, url, nil, "memory", "search", "--mode", "semantic", "acme", "payments")
+		if code != exitOK || !strings.Contains(stdout, "belief:pay.retry") || !strings.Contains(stderr, "warning: mode=semantic needs an embedder") {
+			t.Errorf("--mode semantic without an embedder: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+		}
+		if _, stderr, code := runKura(t, url, nil, "memory", "search", "--mode", "fuzzy", "acme", "payments"); code == exitOK || !strings.Contains(stderr, "mode") {
+			t.Errorf("--mode fuzzy: exit %d, stderr %q", code, stderr)
+		}
 	})
 
 	t.Run("Revise", func(t *testing.T) {

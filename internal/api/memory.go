@@ -23,6 +23,9 @@ type MemoryStore interface {
 	ListRelations(ctx context.Context, scope, ref, kind, after string, limit int) ([]kura.Relation, string, error)
 	CreateFeedback(ctx context.Context, scope string, in *kura.FeedbackInput) (*kura.Feedback, error)
 	SearchNodes(ctx context.Context, scope string, q kura.SearchQuery) ([]kura.SearchResult, error)
+	// SearchMemory is search in every mode (lexical, semantic, hybrid),
+	// with warnings when it had to fall back to words.
+	SearchMemory(ctx context.Context, scope string, q kura.SearchQuery) (*kura.SearchAnswer, error)
 	NodeKinds() []string
 }
 
@@ -274,12 +277,16 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	q := kura.SearchQuery{Q: qv.Get("q"), Kind: p.kind, Lifecycle: p.lifecycle, Authority: p.authority, Owner: p.owner,
 		MinConfidence: p.minConfidence, TargetFile: qv.Get("target_file"), Limit: p.limit}
-	res, err := s.store.SearchNodes(r.Context(), chi.URLParam(r, "scope"), q)
+	if q.Mode, err = enumParam(r, "mode", kura.SearchModes); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ans, err := s.store.SearchMemory(r.Context(), chi.URLParam(r, "scope"), q)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"results": res})
+	s.writeJSON(w, http.StatusOK, ans)
 }
 
 // refParam is the {ref} path segment, unescaped: chi matches on the raw

@@ -100,6 +100,9 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	if d := s.cfg.Doorbell; d != nil {
 		info.Outbox = &kura.OutboxInfo{PublishedSeq: d.PublishedSeq(), Lag: d.Lag()}
 	}
+	if e, ok := s.store.(interface{ EmbedderInfo() *kura.EmbedderInfo }); ok {
+		info.Embedder = e.EmbedderInfo()
+	}
 	s.writeJSON(w, http.StatusOK, info)
 }
 

@@ -14,8 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/kura-memory/kura/internal/auth"
+	"github.com/kura-memory/kura/internal/embed"
 	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
 )
@@ -71,9 +73,22 @@ type Config struct {
 	MaxInflightBodyBytes int64
 	MaxInflightBodyWait  time.Duration
 
+	// Embedder: an OpenAI-compatible embeddings endpoint for semantic
+	// and hybrid memory search (empty URL: none, search is lexical).
+	// EmbedderTimeout bounds each request of the embedding worker,
+	// EmbedderQueryTimeout how long a search waits for its query's vector.
+	EmbedderURL          string
+	EmbedderModel        string
+	EmbedderToken        string
+	EmbedderTimeout      time.Duration
+	EmbedderQueryTimeout time.Duration
+
 	// Now is the store's clock, for tests that move time (a turn's
 	// deadline) rather than wait for it; nil: time.Now. It is no setting.
 	Now func() time.Time
+	// EmbedRetry is the first wait before the embedding worker asks a
+	// failing embedder again (0: 1s), for tests. It is no setting.
+	EmbedRetry time.Duration
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.
@@ -102,6 +117,9 @@ func DefaultConfig() Config {
 		HTTPIdleTimeout:       120 * time.Second,
 
 		MaxInflightBodyWait: 5 * time.Second,
+
+		EmbedderTimeout:      30 * time.Second,
+		EmbedderQueryTimeout: 2 * time.Second,
 	}
 }
 
@@ -216,6 +234,11 @@ func settings() []setting {
 		}},
 		{"backup-dir", "KURA_BACKUP_DIR", "the directory backups go into (POST /v1/admin/backup, kura backup): a backup's path must lie inside it, and one without a path gets a new subdirectory named from the time (default <data-dir>/backups; created 0700)", str(func(c *Config) *string { return &c.BackupDir })},
 		{"startup-check", "KURA_STARTUP_CHECK", "database check before serving: quick (every page), full (and every index) or off (huge databases)", str(func(c *Config) *string { return &c.StartupCheck })},
+		{"embedder-url", "KURA_EMBEDDER_URL", "OpenAI-compatible embeddings endpoint for semantic and hybrid memory search (Ollama: http://127.0.0.1:11434; a /v1 or /v1/embeddings ending is fine); empty: search by words only", str(func(c *Config) *string { return &c.EmbedderURL })},
+		{"embedder-model", "KURA_EMBEDDER_MODEL", "the embedding model to ask for (all-minilm, nomic-embed-text, text-embedding-3-small); a change re-embeds every node in the background", str(func(c *Config) *string { return &c.EmbedderModel })},
+		{"embedder-token", "KURA_EMBEDDER_TOKEN", "bearer token for the embedder (OpenAI); prefer the environment or the config file to the flag, which other users can see", str(func(c *Config) *string { return &c.EmbedderToken })},
+		{"embedder-timeout", "KURA_EMBEDDER_TIMEOUT", "how long one request of the embedding worker may take", duration("embedder-timeout", func(c *Config) *time.Duration { return &c.EmbedderTimeout })},
+		{"embedder-query-timeout", "KURA_EMBEDDER_QUERY_TIMEOUT", "how long a search waits for its query's vector before it answers by words, with a warning", duration("embedder-query-timeout", func(c *Config) *time.Duration { return &c.EmbedderQueryTimeout })},
 		{"shutdown-timeout", "KURA_SHUTDOWN_TIMEOUT", "how long a graceful shutdown may take", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -448,6 +471,37 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown-timeout: must be positive")
+	}
+	return c.validateEmbedder()
+}
+
+// validateEmbedder checks the embedder settings: a URL and a model go
+// together, a token needs a URL.
+func (c *Config) validateEmbedder() error {
+	c.EmbedderURL, c.EmbedderModel = strings.TrimSpace(c.EmbedderURL), strings.TrimSpace(c.EmbedderModel)
+	if c.EmbedderURL == "" {
+		switch {
+		case c.EmbedderModel != "":
+			return fmt.Errorf("embedder-url: embedder-model is set but no embedder-url; give the embeddings endpoint (Ollama: http://127.0.0.1:11434)")
+		case c.EmbedderToken != "":
+			return fmt.Errorf("embedder-url: embedder-token is set but no embedder-url")
+		}
+		return nil
+	}
+	if _, err := embed.Endpoint(c.EmbedderURL); err != nil {
+		return fmt.Errorf("embedder-url: %s", strings.TrimPrefix(err.Error(), "embedder url: "))
+	}
+	if c.EmbedderModel == "" {
+		return fmt.Errorf("embedder-model: required with embedder-url (all-minilm, nomic-embed-text, ...)")
+	}
+	if len(c.EmbedderModel) > 256 || strings.ContainsFunc(c.EmbedderModel, unicode.IsControl) {
+		return fmt.Errorf("embedder-model: %q is not a model name", c.EmbedderModel)
+	}
+	if c.EmbedderTimeout < 100*time.Millisecond || c.EmbedderTimeout > 10*time.Minute {
+		return fmt.Errorf("embedder-timeout: %s is outside 100ms..10m", c.EmbedderTimeout)
+	}
+	if c.EmbedderQueryTimeout < 10*time.Millisecond || c.EmbedderQueryTimeout > time.Minute {
+		return fmt.Errorf("embedder-query-timeout: %s is outside 10ms..1m", c.EmbedderQueryTimeout)
 	}
 	return nil
 }

@@ -102,6 +102,11 @@ func TestConfig_Precedence(t *testing.T) {
 			envIn: " b.two , c.three,", fromEnv: []string{"b.two", "c.three"}, flagIn: "d.four", fromFlag: []string{"d.four"},
 		},
 		{
+			flag: "embedder-query-timeout", env: "KURA_EMBEDDER_QUERY_TIMEOUT", get: func(c daemon.Config) any { return c.EmbedderQueryTimeout },
+			def: 2 * time.Second, fileLine: "500ms", fromFile: 500 * time.Millisecond,
+			envIn: "1s", fromEnv: time.Second, flagIn: "3s", fromFlag: 3 * time.Second,
+		},
+		{
 			flag: "shutdown-timeout", env: "KURA_SHUTDOWN_TIMEOUT", get: func(c daemon.Config) any { return c.ShutdownTimeout },
 			def: 15 * time.Second, fileLine: "1s", fromFile: time.Second,
 			envIn: "1500ms", fromEnv: 1500 * time.Millisecond, flagIn: "2m", fromFlag: 2 * time.Minute,
@@ -296,6 +301,14 @@ func TestConfig_Invalid(t *testing.T) {
 		{"UnknownFlag", []string{"--bogus", "1"}, nil, []string{"bogus"}},
 		{"PositionalArgument", []string{"--data-dir", "d", "serve"}, nil, []string{"unexpected argument", "serve"}},
 		{"MissingConfigFile", []string{"--config", "/does/not/exist/kurad.conf"}, nil, []string{"config file"}},
+		{"EmbedderModelWithoutURL", nil, map[string]string{"KURA_EMBEDDER_MODEL": "all-minilm"}, []string{"embedder-url", "embedder-model is set"}},
+		{"EmbedderTokenWithoutURL", nil, map[string]string{"KURA_EMBEDDER_TOKEN": "sk-1"}, []string{"embedder-url", "embedder-token is set"}},
+		{"EmbedderURLWithoutModel", []string{"--embedder-url", "http://127.0.0.1:11434"}, nil, []string{"embedder-model", "required"}},
+		{"EmbedderURLNoScheme", []string{"--embedder-url", "127.0.0.1:11434", "--embedder-model", "m"}, nil, []string{"embedder-url", "http or https"}},
+		{"EmbedderURLPassword", []string{"--embedder-url", "http://u:hunter2@h:1", "--embedder-model", "m"}, nil, []string{"embedder-url", "embedder token"}},
+		{"EmbedderModelControl", []string{"--embedder-url", "http://h:1", "--embedder-model", "m\x00"}, nil, []string{"embedder-model", "not a model name"}},
+		{"EmbedderTimeoutTooShort", []string{"--embedder-url", "http://h:1", "--embedder-model", "m", "--embedder-timeout", "1ms"}, nil, []string{"embedder-timeout", "100ms..10m"}},
+		{"EmbedderQueryTimeoutTooLong", nil, map[string]string{"KURA_EMBEDDER_URL": "http://h:1", "KURA_EMBEDDER_MODEL": "m", "KURA_EMBEDDER_QUERY_TIMEOUT": "2m"}, []string{"embedder-query-timeout", "10ms..1m"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,6 +322,23 @@ func TestConfig_Invalid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestConfig_Embedder(t *testing.T) {
+	c, _, err := daemon.LoadConfig([]string{"--embedder-url", " http://127.0.0.1:11434/v1 "}, env(map[string]string{
+		"KURA_EMBEDDER_MODEL": "all-minilm", "KURA_EMBEDDER_TOKEN": "sk-1", "KURA_EMBEDDER_TIMEOUT": "5s"}), devNull(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.EmbedderURL != "http://127.0.0.1:11434/v1" || c.EmbedderModel != "all-minilm" || c.EmbedderToken != "sk-1" ||
+		c.EmbedderTimeout != 5*time.Second || c.EmbedderQueryTimeout != 2*time.Second {
+		t.Fatalf("loaded %q %q %q %s %s", c.EmbedderURL, c.EmbedderModel, c.EmbedderToken, c.EmbedderTimeout, c.EmbedderQueryTimeout)
+	}
+	// Nothing set is no embedder, and valid.
+	c, _, err = daemon.LoadConfig(nil, env(nil), devNull(t))
+	if err != nil || c.EmbedderURL != "" {
+		t.Fatalf("default: %q, %v", c.EmbedderURL, err)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/bus"
 	"github.com/kura-memory/kura/internal/dirlock"
+	"github.com/kura-memory/kura/internal/embed"
 	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
@@ -38,6 +39,7 @@ type Main struct {
 	Logger  *slog.Logger
 
 	store    *store.DB
+	embedder *store.EmbedWorker // nil: no embedder configured
 	bus      *bus.Bus
 	doorbell *bus.Publisher
 	http     *http.Server
@@ -101,6 +103,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	vocab := kura.NewVocabulary(cfg.RecordTypes...)
 	dbPath := filepath.Join(cfg.DataDir, "kura.db")
+	var embedder store.Embedder
+	if cfg.EmbedderURL != "" {
+		c, err := embed.New(embed.Config{URL: cfg.EmbedderURL, Model: cfg.EmbedderModel, Token: cfg.EmbedderToken, Timeout: cfg.EmbedderTimeout})
+		if err != nil {
+			return err
+		}
+		embedder = c
+	}
 	m.store = store.New(store.Config{
 		Path:           dbPath,
 		Synchronous:    cfg.Synchronous,
@@ -114,9 +124,23 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:         m.Logger.With("component", "store"),
 		StartupCheck:   cfg.StartupCheck,
 		Now:            cfg.Now,
+
+		Embedder:          embedder,
+		EmbedQueryTimeout: cfg.EmbedderQueryTimeout,
 	})
 	if err := m.store.Open(ctx); err != nil {
 		return err
+	}
+	if embedder != nil {
+		// After the store, before the API: vectors follow commits from the
+		// first write on. The worker never holds a write up.
+		m.embedder = store.NewEmbedWorker(m.store, store.EmbedWorkerConfig{
+			Logger: m.Logger.With("component", "embedder"), RetryMin: cfg.EmbedRetry})
+		if err := m.embedder.Open(ctx); err != nil {
+			return err
+		}
+		ep, _ := embed.Endpoint(cfg.EmbedderURL)
+		m.Logger.Info("semantic search on", "embedder", ep, "model", cfg.EmbedderModel)
 	}
 	var natsUsers []bus.User
 	if cfg.NATSUsersFile != "" {
@@ -303,8 +327,14 @@ func (m *Main) Close(ctx context.Context) error {
 		m.debug.Close()
 		m.debug = nil
 	}
-	// The publisher goes before the store: its last cursor save goes
-	// through the writer.
+	// The embedding worker and the publisher go before the store: both
+	// write through the writer.
+	if m.embedder != nil {
+		if err := m.embedder.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		m.embedder = nil
+	}
 	if m.doorbell != nil {
 		if err := m.doorbell.Close(ctx); err != nil {
 			errs = append(errs, err)

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/kura-memory/kura/internal/bus"
+	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -22,7 +23,33 @@ func newRegistry(db *store.DB, dbPath string, p *bus.Publisher, b *bus.Bus) *pro
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerStoreMetrics(reg, db, dbPath)
 	registerDoorbellMetrics(reg, p, b)
+	if db.EmbedderInfo() != nil {
+		registerEmbedMetrics(reg, db)
+	}
 	return reg
+}
+
+// registerEmbedMetrics exports the embedding worker's progress, when an
+// embedder is configured.
+func registerEmbedMetrics(reg *prometheus.Registry, db *store.DB) {
+	info := func(f func(*kura.EmbedderInfo) float64) func() float64 {
+		return func() float64 { return f(db.EmbedderInfo()) }
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_embed_pending", Help: "Memory nodes without a vector of the current model for their current text, as of the embedding worker's last look."},
+			info(func(i *kura.EmbedderInfo) float64 { return float64(i.Pending) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_embed_vectors_total", Help: "Vectors the embedding worker stored since kurad started."},
+			info(func(i *kura.EmbedderInfo) float64 { return float64(i.Embedded) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_embed_errors_total", Help: "Failed embeddings requests (the worker's, retried with backoff, and searches', answered by words)."},
+			info(func(i *kura.EmbedderInfo) float64 { return float64(i.Errors) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_embed_up", Help: "1 while the embedder answered the worker's last request (or nothing was asked yet), 0 while it fails."},
+			info(func(i *kura.EmbedderInfo) float64 {
+				if i.State == "failing" {
+					return 0
+				}
+				return 1
+			})),
+	)
 }
 
 // registerDoorbellMetrics exports the publisher's progress and the NATS

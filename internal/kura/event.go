@@ -56,6 +56,34 @@ type Info struct {
 	// may still be in the database files (a reader kept the WAL from being
 	// truncated; kurad retries), else "complete".
 	RedactionPurge string `json:"redaction_purge"`
+	// Embedder is the state of the embeddings endpoint semantic search
+	// uses; absent when none is configured.
+	Embedder *EmbedderInfo `json:"embedder,omitempty"`
+}
+
+// EmbedderInfo is what /v1/info says about the embedder.
+type EmbedderInfo struct {
+	Model string `json:"model"`
+	// Dims is the dimension count of the model's vectors, 0 until one
+	// was seen.
+	Dims int `json:"dims"`
+	// State is "starting" (nothing asked yet), "ok" (the last request
+	// answered) or "failing" (it did not; nodes wait for their vectors,
+	// search falls back to words).
+	State string `json:"state"`
+	// Pending counts nodes without a vector of the current model for
+	// their current text, as of the worker's last look.
+	Pending int64 `json:"pending"`
+	// Embedded counts vectors written since kurad started; Errors the
+	// failed embeddings requests (the worker's and searches').
+	Embedded int64 `json:"embedded"`
+	Errors   int64 `json:"errors"`
+	// Refused counts node texts the embedder refused alone while it
+	// embedded others (too long for the model, say): those nodes stay
+	// without a vector, found by words only, until their text changes.
+	Refused     int64  `json:"refused"`
+	LastError   string `json:"last_error,omitempty"`
+	LastErrorAt string `json:"last_error_at,omitempty"`
 }
 
 // EventTypes are the event types kurad writes (API.md, "Events"); a filter

@@ -388,6 +388,27 @@ type SearchQuery struct {
 	Owner         string
 	MinConfidence *float64
 	Limit         int
+	// Mode is lexical, semantic or hybrid (SearchModes); empty: hybrid
+	// when an embedder is configured, else lexical.
+	Mode string
+}
+
+// Search modes: by words, by meaning (embeddings), or both fused.
+const (
+	SearchLexical  = "lexical"
+	SearchSemantic = "semantic"
+	SearchHybrid   = "hybrid"
+)
+
+// SearchModes are the values of SearchQuery.Mode.
+var SearchModes = []string{SearchLexical, SearchSemantic, SearchHybrid}
+
+// SearchAnswer is the body of a memory search: the results, and warnings
+// when the search could not be what was asked (an embedder that did not
+// answer makes a hybrid search lexical).
+type SearchAnswer struct {
+	Results  []SearchResult `json:"results"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // SearchReason explains a score or names a filter a result passed.

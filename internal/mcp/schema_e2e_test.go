@@ -40,7 +40,7 @@ var schemaWant = map[string]struct {
 	"memory_put": {[]string{"kind", "scope"}, map[string]any{"kind": "vocab:node_kinds",
 		"lifecycle": kura.Lifecycles, "authority": kura.Authorities, "source_type": kura.SourceTypes}},
 	"memory_search": {[]string{"scope"}, map[string]any{"kind": "vocab:node_kinds",
-		"lifecycle": kura.Lifecycles, "authority": kura.Authorities}},
+		"lifecycle": kura.Lifecycles, "authority": kura.Authorities, "mode": kura.SearchModes}},
 	"memory_trace":        {[]string{"ref", "scope"}, map[string]any{"direction": []string{"backward", "forward", "both"}}},
 	"get_belief_evidence": {[]string{"ref", "scope"}, nil},
 	"context_compile":     {[]string{"scope"}, map[string]any{"kinds[]": "vocab:node_kinds"}},

@@ -92,6 +92,7 @@ const (
 	enumTurnStatus = "turn_status"
 	enumOutcome    = "outcome"
 	enumLookupMode = "kb_lookup_mode"
+	enumSearchMode = "search_mode"
 )
 
 // enumValues lists each vocabulary's values for the input schemas. A
@@ -108,6 +109,7 @@ func enumValues(o Options) map[string][]any {
 		enumTurnStatus: anys([]string{kura.TurnComplete, kura.TurnFailed}),
 		enumOutcome:    anys(kura.Outcomes),
 		enumLookupMode: anys([]string{kura.KBLookupRanked, kura.KBLookupStrict}),
+		enumSearchMode: anys(kura.SearchModes),
 	}
 	if len(o.RecordTypes) > 0 {
 		m[enumRecordType] = anys(o.RecordTypes)
@@ -286,6 +288,7 @@ type (
 		Owner         string   `json:"owner,omitempty" jsonschema:"only nodes owned by this identity"`
 		MinConfidence *float64 `json:"min_confidence,omitempty" jsonschema:"only nodes with at least this confidence (0 to 1)"`
 		Limit         int      `json:"limit,omitempty" jsonschema:"1 to 1000 (default 100)"`
+		Mode          string   `json:"mode,omitempty" enum:"search_mode" jsonschema:"lexical (by words), semantic (by meaning) or hybrid (both; the default when kurad has an embedder)"`
 	}
 	memoryTraceArgs struct {
 		Scope     string `json:"scope" jsonschema:"the memory scope"`
@@ -339,7 +342,8 @@ type (
 		NextCursor string        `json:"next_cursor,omitempty"`
 	}
 	searchAnswer struct {
-		Results []kura.SearchResult `json:"results"`
+		Results  []kura.SearchResult `json:"results"`
+		Warnings []string            `json:"warnings,omitempty"`
 	}
 )
 
@@ -400,9 +404,10 @@ var tools = []spec{
 	},
 	{
 		name: "memory_search", title: "Search memory",
-		description: "Search a scope's memory nodes, best first, each result with its score and the reasons for it. Reads only.",
-		method:      http.MethodGet, path: "/v1/scopes/{scope}/memory/search",
-		query: []string{"q", "kind", "lifecycle", "authority", "target_file", "owner", "min_confidence", "limit"},
+		description: "Search a scope's memory nodes, best first, each result with its score and the reasons for it (semantic_match: found by meaning). " +
+			"warnings says when a search by meaning fell back to words. Reads only.",
+		method: http.MethodGet, path: "/v1/scopes/{scope}/memory/search",
+		query: []string{"q", "kind", "lifecycle", "authority", "target_file", "owner", "min_confidence", "limit", "mode"},
 		args:  memorySearchArgs{}, out: searchAnswer{}, readOnly: true,
 	},
 	{

@@ -63,6 +63,13 @@ type Config struct {
 	// from the files before it answers that the purge is pending (0:
 	// defaultRedactPurgeWait).
 	RedactPurgeWait time.Duration
+	// Embedder, when set, makes memory search semantic and hybrid
+	// (semantic.go); an EmbedWorker keeps the nodes' vectors. nil: search
+	// is lexical, as without embeddings.
+	Embedder Embedder
+	// EmbedQueryTimeout is how long a search waits for its query's vector
+	// before it answers by words (0: defaultEmbedQueryTimeout).
+	EmbedQueryTimeout time.Duration
 }
 
 // CommitHook receives the events of every committed transaction, in seq
@@ -124,6 +131,9 @@ type DB struct {
 	purge   purgeState     // redacted content still in the files (purge.go)
 	purgeWG sync.WaitGroup // the background purge
 	backups backupRuns     // backups running, abandoned by a redaction (backup.go)
+
+	vecs  vectorIndexes // semantic indexes built so far (vecindex.go)
+	embed embedState    // the embedder as the worker and searches saw it (vectors.go)
 }
 
 // WriterStats are counters the metrics layer reads.
