@@ -155,3 +155,26 @@ func TestIndexForm(t *testing.T) {
 		}
 	}
 }
+
+func TestVariants(t *testing.T) {
+	tests := []struct {
+		word string
+		want []string
+	}{
+		{"go", []string{"went", "gone"}},
+		{"went", []string{"go", "gone"}},
+		{"bought", []string{"buy"}},
+		{"buy", []string{"bought"}},
+		{"read", nil},                       // the same in every form: nothing to add
+		{"rise", []string{"rose", "risen"}}, // the verb reaches its forms...
+		{"rose", nil},                       // ...but the flower does not lead to rising
+		{"leave", []string{"left"}},         // and leaving finds "left"
+		{"left", nil},                       // while "left" (the side) stays itself
+		{"address", nil},
+	}
+	for _, tc := range tests {
+		if got := recall.Variants(tc.word); !slices.Equal(got, tc.want) {
+			t.Errorf("Variants(%q) = %q, want %q", tc.word, got, tc.want)
+		}
+	}
+}

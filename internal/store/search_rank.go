@@ -126,13 +126,22 @@ type nodeFilter struct {
 func queryWords(q string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, w := range recall.QueryTerms(q) {
+	add := func(w string) {
 		p := strings.Join(recall.Phrase(w), " ")
 		if p == "" || seen[p] {
-			continue
+			return
 		}
 		seen[p] = true
 		out = append(out, w)
+	}
+	terms := recall.QueryTerms(q)
+	for _, w := range terms {
+		add(w)
+	}
+	for _, w := range terms {
+		for _, v := range recall.Variants(w) {
+			add(v)
+		}
 	}
 	return out
 }

@@ -240,6 +240,15 @@ func TestSearch_Ranking(t *testing.T) {
 			{"fact:both", "", "support group meeting"},
 			{"fact:one", "", "the group went hiking"},
 		}, "When did she go to the support group?", []string{"fact:both", "fact:one"}},
+		{"IrregularVerbs", []node{
+			{"fact:went", "", "I went to Lisbon in May"},
+			{"fact:bought", "", "we bought a boat"},
+			{"fact:other", "", "a trip is planned"},
+		}, "where did she go?", []string{"fact:went"}},
+		{"IrregularPastAsked", []node{
+			{"fact:buy", "", "we plan to buy a boat"},
+			{"fact:other", "", "a trip is planned"},
+		}, "what has she bought", []string{"fact:buy"}},
 		{"Diacritics", []node{
 			{"fact:ecole", "École", "a school"},
 		}, "ecole", []string{"fact:ecole"}},
