@@ -284,6 +284,14 @@ func (db *DB) Open(ctx context.Context) error {
 		}
 		db.stmts[q] = st
 	}
+	// The migrations and the checkpoint at start filled the writer's page
+	// cache with pages no write needs; hand them back, as loadCounters
+	// does for the reader.
+	if _, err := db.wdb.ExecContext(ctx, "PRAGMA shrink_memory"); err != nil {
+		db.wdb.Close()
+		db.rdb.Close()
+		return fmt.Errorf("open store: %w", err)
+	}
 	cdb, err := sql.Open("sqlite", dsn(db.cfg.Path, roleCheckpoint, strings.ToUpper(db.cfg.Synchronous)))
 	if err != nil {
 		db.wdb.Close()
@@ -376,13 +384,24 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
+// loadCounters reads the last event seq and the counts /v1/info reports.
+// The counts walk whole indexes: they run on a connection of their own with
+// a small page cache, closed when done, so the pages they read never sit
+// in a pool connection's cache (or the allocator's free lists) of an idle
+// kurad.
 func (db *DB) loadCounters(ctx context.Context) error {
+	c, err := sql.Open("sqlite", "file:"+db.cfg.Path+"?mode=ro&_pragma=busy_timeout(10000)&_pragma=cache_size(-256)")
+	if err != nil {
+		return fmt.Errorf("load counters: %w", err)
+	}
+	defer c.Close()
+	c.SetMaxOpenConns(1)
 	var seq sql.NullInt64
-	if err := db.rdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err != nil {
+	if err := c.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err != nil {
 		return fmt.Errorf("load counters: %w", err)
 	}
 	db.lastSeq.Store(seq.Int64)
-	for _, c := range []struct {
+	for _, q := range []struct {
 		q string
 		v *atomic.Int64
 	}{
@@ -391,15 +410,10 @@ func (db *DB) loadCounters(ctx context.Context) error {
 		{"SELECT count(*) FROM events", &db.counts.events},
 	} {
 		var n int64
-		if err := db.rdb.QueryRowContext(ctx, c.q).Scan(&n); err != nil {
+		if err := c.QueryRowContext(ctx, q.q).Scan(&n); err != nil {
 			return fmt.Errorf("load counters: %w", err)
 		}
-		c.v.Store(n)
-	}
-	// The counts walked whole indexes into the read connection's page
-	// cache; hand that memory back rather than idle on it.
-	if _, err := db.rdb.ExecContext(ctx, "PRAGMA shrink_memory"); err != nil {
-		return fmt.Errorf("load counters: %w", err)
+		q.v.Store(n)
 	}
 	return nil
 }
