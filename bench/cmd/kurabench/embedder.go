@@ -291,7 +291,12 @@ func (b *bench) waitEmbedded(ctx context.Context, k *kuradProc, e *embedServer, 
 		if v, ok := e.firstErr.Load().(string); ok {
 			p.FirstError = v
 		}
-		idle := time.Since(s.LastEnd)
+		// A request counted but not yet ended (its answer can reach the
+		// client before the server notes its end) is not idleness.
+		var idle time.Duration
+		if !s.LastEnd.IsZero() {
+			idle = time.Since(s.LastEnd)
+		}
 		switch {
 		case s.Requests == 0 && time.Since(start) > firstWithin:
 			return p, errNoEmbedder
