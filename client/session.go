@@ -48,7 +48,7 @@ type sessionInputWire struct {
 // CreateSession creates a session (POST /v1/sessions); with FromLedgerID set
 // the new session forks from that ledger: its head starts there.
 func (c *Client) CreateSession(ctx context.Context, in SessionInput) (*Session, error) {
-	body := sessionInputWire(in)
+	body := sessionInputWire{Project: in.Project, Name: in.Name, Scope: in.Scope, FromLedgerID: in.FromLedgerID}
 	var out Session
 	if err := c.do(ctx, "create session", http.MethodPost, "/v1/sessions", nil, body, &out); err != nil {
 		return nil, err

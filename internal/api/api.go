@@ -27,12 +27,12 @@ import (
 
 // Store is what the API needs from the store.
 type Store interface {
-	CreateRecord(ctx context.Context, in *kura.RecordInput) (*kura.Record, error)
-	CreateRecords(ctx context.Context, ins []kura.RecordInput) ([]kura.Record, error)
+	CreateRecord(ctx context.Context, in *kura.RecordInput, opts ...kura.WriteOption) (*kura.Record, error)
+	CreateRecords(ctx context.Context, ins []kura.RecordInput, opts ...kura.WriteOption) ([]kura.Record, error)
 	GetRecord(ctx context.Context, id string) (*kura.Record, error)
 	GetRecordByHash(ctx context.Context, hash string) (*kura.Record, error)
 	ListRecords(ctx context.Context, f kura.RecordFilter) ([]kura.Record, string, error)
-	CreateLedger(ctx context.Context, in *kura.LedgerInput) (*kura.Ledger, error)
+	CreateLedger(ctx context.Context, in *kura.LedgerInput, opts ...kura.WriteOption) (*kura.Ledger, error)
 	GetLedger(ctx context.Context, id string, withRecords bool) (*kura.Ledger, error)
 	HydrateLedger(ctx context.Context, id string, after, limit int, scopes []string, w io.Writer, start func(next int) error) error
 	VerifyLedger(ctx context.Context, id string) (*kura.Verification, error)
@@ -41,21 +41,21 @@ type Store interface {
 	Ping(ctx context.Context) error
 	LookupIdempotency(ctx context.Context, identity, key string) (*kura.StoredAnswer, error)
 
-	CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.Session, error)
+	CreateSession(ctx context.Context, in *kura.SessionInput, opts ...kura.WriteOption) (*kura.Session, error)
 	GetSession(ctx context.Context, id string) (*kura.Session, error)
 	ListSessions(ctx context.Context, project, after string, limit int) ([]kura.Session, string, error)
 	SessionLog(ctx context.Context, id, after string, limit int) ([]kura.Ledger, string, error)
 	Reflog(ctx context.Context, id string) ([]kura.ReflogEntry, error)
-	MoveHead(ctx context.Context, id string, mv *kura.HeadMove) (*kura.Session, error)
+	MoveHead(ctx context.Context, id string, mv *kura.HeadMove, opts ...kura.WriteOption) (*kura.Session, error)
 	VerifySession(ctx context.Context, id, expectHeadHash string) (*kura.SessionVerification, error)
-	OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenInput, defaultDeadline time.Duration) (*kura.Turn, error)
-	ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim) (*kura.Lease, error)
-	RenewTurn(ctx context.Context, id string, in *kura.TurnRenew) (*kura.Lease, error)
-	AppendTurn(ctx context.Context, id string, in *kura.TurnAppend) (*kura.TurnAppendResult, error)
-	CloseTurn(ctx context.Context, id string, in *kura.TurnClose) (*kura.Turn, error)
+	OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenInput, defaultDeadline time.Duration, opts ...kura.WriteOption) (*kura.Turn, error)
+	ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim, opts ...kura.WriteOption) (*kura.Lease, error)
+	RenewTurn(ctx context.Context, id string, in *kura.TurnRenew, opts ...kura.WriteOption) (*kura.Lease, error)
+	AppendTurn(ctx context.Context, id string, in *kura.TurnAppend, opts ...kura.WriteOption) (*kura.TurnAppendResult, error)
+	CloseTurn(ctx context.Context, id string, in *kura.TurnClose, opts ...kura.WriteOption) (*kura.Turn, error)
 	GetTurn(ctx context.Context, id string) (*kura.Turn, error)
 	ListTurns(ctx context.Context, sessionID, state, after string, limit int) ([]kura.Turn, string, error)
-	Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportResult, error)
+	Import(ctx context.Context, in *kura.ImportInput, opts ...kura.WriteOption) (*kura.ImportResult, error)
 	MemoryStore
 	ContextStore
 	ProvenanceStore

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"github.com/kura-memory/kura/internal/kura"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -12,7 +13,7 @@ import (
 // ContextStore is what the context routes need from the store.
 type ContextStore interface {
 	PreviewContext(ctx context.Context, scope string, req *admission.Request) (json.RawMessage, error)
-	CompileContext(ctx context.Context, scope string, req *admission.Request) (json.RawMessage, error)
+	CompileContext(ctx context.Context, scope string, req *admission.Request, opts ...kura.WriteOption) (json.RawMessage, error)
 	GetBundle(ctx context.Context, scope, id string) (json.RawMessage, error)
 }
 
@@ -21,7 +22,7 @@ func (s *Server) registerContextRoutes(r chi.Router) {
 		r.Use(s.scopeParam)
 		r.Post("/preview", s.handleContextPreview)
 		r.Post("/compile", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusOK, func(r *http.Request, req *admission.Request) (json.RawMessage, error) {
-			return s.store.CompileContext(r.Context(), chi.URLParam(r, "scope"), req)
+			return s.store.CompileContext(r.Context(), chi.URLParam(r, "scope"), req, keep(r))
 		})))
 		r.Get("/bundles/{id}", s.handleBundleGet)
 	})

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -73,9 +74,29 @@ func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		ctx := kura.WithIdempotency(r.Context(), &kura.Idempotency{Identity: identity, Key: key, Fingerprint: fp, Render: render})
+		ctx := context.WithValue(r.Context(), idemKey{}, &kura.Idempotency{Identity: identity, Key: key, Fingerprint: fp, Answer: answerCreated})
 		h(w, r.WithContext(ctx))
 	}
+}
+
+type idemKey struct{}
+
+// idempotencyOf is the request's resolved Idempotency-Key, or nil.
+func idempotencyOf(r *http.Request) *kura.Idempotency {
+	idem, _ := r.Context().Value(idemKey{}).(*kura.Idempotency)
+	return idem
+}
+
+// keep is the write option that keeps the request's answer (if it carries
+// an Idempotency-Key).
+func keep(r *http.Request) kura.WriteOption { return kura.KeepAnswer(idempotencyOf(r)) }
+
+// answerCreated answers 201 for a created resource, else 200.
+func answerCreated(v any, created bool) (int, []byte) {
+	if created {
+		return http.StatusCreated, render(v)
+	}
+	return http.StatusOK, render(v)
 }
 
 // replay answers from a stored answer; it reports whether it answered.
@@ -100,7 +121,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, identity, key, f
 // replayAfterRace answers a write that lost the race for its key to a
 // concurrent request with the same key: the winner's answer is stored now.
 func (s *Server) replayAfterRace(w http.ResponseWriter, r *http.Request) bool {
-	idem := kura.IdempotencyFrom(r.Context())
+	idem := idempotencyOf(r)
 	if idem == nil {
 		return false
 	}

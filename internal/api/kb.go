@@ -17,11 +17,11 @@ import (
 
 // KBStore is what the knowledge-base routes need from the store.
 type KBStore interface {
-	PutKBEntry(ctx context.Context, name string, in *kura.KBEntryInput) (*kura.KBEntry, bool, error)
-	PutKBEntries(ctx context.Context, name string, ins []kura.KBEntryInput) (*kura.KBBatch, error)
-	UpdateKBEntry(ctx context.Context, name string, p *kura.KBPatch) (*kura.KBEntry, error)
-	DeleteKBEntry(ctx context.Context, name, scope, identifier string) (int, error)
-	ClearKB(ctx context.Context, name, scope string) (int, error)
+	PutKBEntry(ctx context.Context, name string, in *kura.KBEntryInput, opts ...kura.WriteOption) (*kura.KBEntry, bool, error)
+	PutKBEntries(ctx context.Context, name string, ins []kura.KBEntryInput, opts ...kura.WriteOption) (*kura.KBBatch, error)
+	UpdateKBEntry(ctx context.Context, name string, p *kura.KBPatch, opts ...kura.WriteOption) (*kura.KBEntry, error)
+	DeleteKBEntry(ctx context.Context, name, scope, identifier string, opts ...kura.WriteOption) (int, error)
+	ClearKB(ctx context.Context, name, scope string, opts ...kura.WriteOption) (int, error)
 	QueryKB(ctx context.Context, name string, q kura.KBQuery) (*kura.KBPage, error)
 	SearchKB(ctx context.Context, name string, q kura.KBSearch) (*kura.KBSearchPage, error)
 	LookupKB(ctx context.Context, name string, l kura.KBLookup) (*kura.KBLookupResult, error)
@@ -42,11 +42,11 @@ func (s *Server) registerKBRoutes(r chi.Router) {
 		r.Use(s.kbParam)
 		r.Put("/entries", s.idempotent(s.handleKBPut))
 		r.Put("/entries/batch", s.idempotent(bodyRoute(s, s.decodeKB, http.StatusOK, func(r *http.Request, in *kura.KBBatchInput) (*kura.KBBatch, error) {
-			return s.store.PutKBEntries(r.Context(), chi.URLParam(r, "kb"), in.Entries)
+			return s.store.PutKBEntries(r.Context(), chi.URLParam(r, "kb"), in.Entries, keep(r))
 		})))
 		r.Get("/entries", s.handleKBQuery)
 		r.Patch("/entries", s.idempotent(bodyRoute(s, s.decodeKB, http.StatusOK, func(r *http.Request, in *kura.KBPatch) (*kura.KBEntry, error) {
-			return s.store.UpdateKBEntry(r.Context(), chi.URLParam(r, "kb"), in)
+			return s.store.UpdateKBEntry(r.Context(), chi.URLParam(r, "kb"), in, keep(r))
 		})))
 		r.Delete("/entries", s.idempotent(s.handleKBDelete))
 		r.Get("/stats", s.handleKBStats)
@@ -135,7 +135,7 @@ func (s *Server) handleKBPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	e, created, err := s.store.PutKBEntry(r.Context(), chi.URLParam(r, "kb"), &in)
+	e, created, err := s.store.PutKBEntry(r.Context(), chi.URLParam(r, "kb"), &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -304,11 +304,11 @@ func (s *Server) handleKBDelete(w http.ResponseWriter, r *http.Request) {
 	case all == "true" && named:
 		err = kura.Invalid("all", "all=true clears the whole scope; it does not go with identifier")
 	case all == "true":
-		n, err = s.store.ClearKB(r.Context(), name, scope)
+		n, err = s.store.ClearKB(r.Context(), name, scope, keep(r))
 	case !named:
 		err = kura.Invalid("identifier", "identifier is required (or all=true to clear the scope)")
 	default:
-		n, err = s.store.DeleteKBEntry(r.Context(), name, scope, identifier)
+		n, err = s.store.DeleteKBEntry(r.Context(), name, scope, identifier, keep(r))
 	}
 	if err != nil {
 		s.writeError(w, r, err)

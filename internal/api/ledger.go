@@ -25,7 +25,7 @@ func (s *Server) handleLedgerCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, err := s.store.CreateLedger(r.Context(), &in)
+	l, err := s.store.CreateLedger(r.Context(), &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -12,16 +12,16 @@ import (
 
 // MemoryStore is what the memory routes need from the store.
 type MemoryStore interface {
-	PutNode(ctx context.Context, scope string, in *kura.NodeInput) (*kura.Node, bool, error)
-	PutNodes(ctx context.Context, scope string, ins []kura.NodeInput) ([]kura.Node, error)
+	PutNode(ctx context.Context, scope string, in *kura.NodeInput, opts ...kura.WriteOption) (*kura.Node, bool, error)
+	PutNodes(ctx context.Context, scope string, ins []kura.NodeInput, opts ...kura.WriteOption) ([]kura.Node, error)
 	GetNode(ctx context.Context, scope, ref, asOf string) (*kura.Node, error)
 	ListNodes(ctx context.Context, scope string, f kura.NodeFilter) ([]kura.Node, string, error)
 	NodeHistory(ctx context.Context, scope, ref string) (*kura.NodeHistory, error)
-	TransitionNode(ctx context.Context, scope, ref string, t *kura.Transition) (*kura.Node, error)
-	ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeInput) (*kura.Revision, error)
-	CreateRelation(ctx context.Context, scope string, in *kura.RelationInput) (*kura.Relation, error)
+	TransitionNode(ctx context.Context, scope, ref string, t *kura.Transition, opts ...kura.WriteOption) (*kura.Node, error)
+	ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeInput, opts ...kura.WriteOption) (*kura.Revision, error)
+	CreateRelation(ctx context.Context, scope string, in *kura.RelationInput, opts ...kura.WriteOption) (*kura.Relation, error)
 	ListRelations(ctx context.Context, scope, ref, kind, after string, limit int) ([]kura.Relation, string, error)
-	CreateFeedback(ctx context.Context, scope string, in *kura.FeedbackInput) (*kura.Feedback, error)
+	CreateFeedback(ctx context.Context, scope string, in *kura.FeedbackInput, opts ...kura.WriteOption) (*kura.Feedback, error)
 	SearchNodes(ctx context.Context, scope string, q kura.SearchQuery) ([]kura.SearchResult, error)
 	// SearchMemory is search in every mode (lexical, semantic, hybrid),
 	// with warnings when it had to fall back to words.
@@ -38,7 +38,7 @@ func (s *Server) registerMemoryRoutes(r chi.Router) {
 			for i := range in.Nodes {
 				in.Nodes[i].Writer = w
 			}
-			nodes, err := s.store.PutNodes(r.Context(), chi.URLParam(r, "scope"), in.Nodes)
+			nodes, err := s.store.PutNodes(r.Context(), chi.URLParam(r, "scope"), in.Nodes, keep(r))
 			return kura.NodeBatch{Nodes: nodes}, err
 		})))
 		r.Get("/nodes", s.handleNodeList)
@@ -46,18 +46,18 @@ func (s *Server) registerMemoryRoutes(r chi.Router) {
 		r.Get("/nodes/{ref}/history", s.handleNodeHistory)
 		r.Post("/nodes/{ref}/transition", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusOK, func(r *http.Request, in *kura.Transition) (*kura.Node, error) {
 			in.Writer = writerOf(r)
-			return s.store.TransitionNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in)
+			return s.store.TransitionNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in, keep(r))
 		})))
 		r.Post("/nodes/{ref}/revise", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.NodeInput) (*kura.Revision, error) {
 			in.Writer = writerOf(r)
-			return s.store.ReviseNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in)
+			return s.store.ReviseNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in, keep(r))
 		})))
 		r.Post("/relations", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.RelationInput) (*kura.Relation, error) {
-			return s.store.CreateRelation(r.Context(), chi.URLParam(r, "scope"), in)
+			return s.store.CreateRelation(r.Context(), chi.URLParam(r, "scope"), in, keep(r))
 		})))
 		r.Get("/relations", s.handleRelationList)
 		r.Post("/feedback", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.FeedbackInput) (*kura.Feedback, error) {
-			return s.store.CreateFeedback(r.Context(), chi.URLParam(r, "scope"), in)
+			return s.store.CreateFeedback(r.Context(), chi.URLParam(r, "scope"), in, keep(r))
 		})))
 		r.Get("/search", s.handleSearch)
 	})
@@ -81,7 +81,7 @@ func (s *Server) handleNodePut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.Writer = writerOf(r)
-	n, created, err := s.store.PutNode(r.Context(), chi.URLParam(r, "scope"), &in)
+	n, created, err := s.store.PutNode(r.Context(), chi.URLParam(r, "scope"), &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -114,7 +114,7 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.store.Import(r.Context(), &in)
+	res, err := s.store.Import(r.Context(), &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

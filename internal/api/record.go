@@ -24,7 +24,7 @@ func (s *Server) handleRecordCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rec, err := s.store.CreateRecord(r.Context(), &in)
+	rec, err := s.store.CreateRecord(r.Context(), &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -40,7 +40,7 @@ func (s *Server) handleRecordBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	recs, err := s.store.CreateRecords(r.Context(), in.Records)
+	recs, err := s.store.CreateRecords(r.Context(), in.Records, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

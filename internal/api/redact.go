@@ -11,7 +11,7 @@ import (
 
 // RedactStore is what the redaction route needs from the store.
 type RedactStore interface {
-	RedactRecord(ctx context.Context, id, by string, in *kura.RedactInput) (*kura.RedactResult, error)
+	RedactRecord(ctx context.Context, id, by string, in *kura.RedactInput, opts ...kura.WriteOption) (*kura.RedactResult, error)
 	// PurgeState is "pending" while redacted content may remain in the
 	// database files, else "complete".
 	PurgeState() string
@@ -37,7 +37,7 @@ func (s *Server) handleRecordRedact(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.store.RedactRecord(r.Context(), chi.URLParam(r, "id"), p.Identity, &in)
+	res, err := s.store.RedactRecord(r.Context(), chi.URLParam(r, "id"), p.Identity, &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/kura-memory/kura/internal/auth"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -24,7 +25,8 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sess, err := s.store.CreateSession(r.Context(), &in)
+	in.CreatedBy = auth.FromContext(r.Context()).Identity
+	sess, err := s.store.CreateSession(r.Context(), &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -121,7 +123,7 @@ func (s *Server) handleSessionHead(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sess, err := s.store.MoveHead(r.Context(), chi.URLParam(r, "id"), &mv)
+	sess, err := s.store.MoveHead(r.Context(), chi.URLParam(r, "id"), &mv, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

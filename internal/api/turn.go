@@ -23,7 +23,7 @@ func (s *Server) handleTurnOpen(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := s.store.OpenTurn(r.Context(), chi.URLParam(r, "id"), &in, s.cfg.TurnDeadline)
+	t, err := s.store.OpenTurn(r.Context(), chi.URLParam(r, "id"), &in, s.cfg.TurnDeadline, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -40,7 +40,7 @@ func (s *Server) handleTurnClaim(w http.ResponseWriter, r *http.Request) {
 	if in.Worker == "" {
 		in.Worker = auth.FromContext(r.Context()).Identity // claims as the caller
 	}
-	l, err := s.store.ClaimTurn(r.Context(), chi.URLParam(r, "id"), &in)
+	l, err := s.store.ClaimTurn(r.Context(), chi.URLParam(r, "id"), &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -55,7 +55,7 @@ func (s *Server) handleTurnRenew(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.Writer = writerOf(r)
-	l, err := s.store.RenewTurn(r.Context(), chi.URLParam(r, "id"), &in)
+	l, err := s.store.RenewTurn(r.Context(), chi.URLParam(r, "id"), &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -70,7 +70,7 @@ func (s *Server) handleTurnAppend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.Writer = writerOf(r)
-	res, err := s.store.AppendTurn(r.Context(), chi.URLParam(r, "id"), &in)
+	res, err := s.store.AppendTurn(r.Context(), chi.URLParam(r, "id"), &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -97,7 +97,7 @@ func (s *Server) handleTurnClose(w http.ResponseWriter, r *http.Request) {
 		}
 		in.MayWriteScope = p.AllowsScope(scope)
 	}
-	t, err := s.store.CloseTurn(r.Context(), id, &in)
+	t, err := s.store.CloseTurn(r.Context(), id, &in, keep(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -15,8 +15,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// SubjectRoot is the prefix of every subject kurad publishes.
-const SubjectRoot = "oclaw.v1"
+// SubjectRoot is the prefix of every subject kurad publishes
+// (kura.SubjectRoot says why it reads so).
+const SubjectRoot = kura.SubjectRoot
 
 // internalUser is the name of kurad's own in-process connection; the users
 // file may not claim it.

@@ -29,10 +29,38 @@ func (e *Event) Pointer() json.RawMessage {
 	return b
 }
 
+// SubjectRoot begins every NATS subject kurad publishes or serves. "oclaw"
+// is the agent platform the doorbell was designed for (shared/API.md,
+// "Doorbell"); "v1" the version of its subject layout, so a subscriber can
+// tell a later, incompatible layout from this one.
+const SubjectRoot = "oclaw.v1"
+
+// The event types kurad writes (shared/API.md, "Events").
+const (
+	EventRecordWritten   = "record.written"
+	EventRecordRedacted  = "record.redacted"
+	EventLedgerWritten   = "ledger.written"
+	EventSessionCreated  = "session.created"
+	EventSessionHead     = "session.head"
+	EventTurnOpened      = "turn.opened"
+	EventTurnClaimed     = "turn.claimed"
+	EventTurnComplete    = "turn.complete"
+	EventMemoryRelation  = "memory.relation"
+	EventMemoryFeedback  = "memory.feedback"
+	EventContextCompiled = "context.compiled"
+	EventKBChanged       = "kb.changed"
+)
+
 // EventSubject returns the NATS subject of an event type for a project, e.g.
 // "oclaw.v1.hashi.evt.record.written".
 func EventSubject(project, typ string) string {
-	return "oclaw.v1." + project + ".evt." + typ
+	return SubjectRoot + "." + project + ".evt." + typ
+}
+
+// CommandSubject returns the subject a command to target's action goes
+// to, e.g. "oclaw.v1.hashi.cmd.worker.dispatch".
+func CommandSubject(project, target, action string) string {
+	return SubjectRoot + "." + project + ".cmd." + target + "." + action
 }
 
 // Info is the answer of GET /v1/info.

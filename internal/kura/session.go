@@ -20,9 +20,12 @@ type Session struct {
 
 // SessionInput creates a session; FromLedgerID forks from a ledger.
 type SessionInput struct {
-	Project      string `json:"project"`
-	Name         string `json:"name"`
-	Scope        string `json:"scope"`
+	Project string `json:"project"`
+	Name    string `json:"name"`
+	Scope   string `json:"scope"`
+	// CreatedBy is the identity creating the session, set by the API from
+	// the caller's token (never read from the body).
+	CreatedBy    string `json:"-"`
 	FromLedgerID string `json:"from_ledger_id"`
 }
 
@@ -226,4 +229,11 @@ func CheckLeaseHolder(t *Turn, w Writer) error {
 	}
 	return Errorf(EDenied, "turn %s is claimed by %s: only its worker (or an admin) writes it", t.ID, *t.Worker).
 		WithDetail("worker", *t.Worker)
+}
+
+// TurnAppendResult answers an append to a turn's output.
+type TurnAppendResult struct {
+	TurnID          string   `json:"turn_id"`
+	Records         []Record `json:"records"`
+	OutputRecordIDs []string `json:"output_record_ids"`
 }

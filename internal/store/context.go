@@ -248,7 +248,7 @@ var (
 
 // CompileContext compiles and keeps the bundle, with its context.compiled
 // event, in one transaction. The answer is the stored body, byte for byte.
-func (db *DB) CompileContext(ctx context.Context, scope string, req *admission.Request) (json.RawMessage, error) {
+func (db *DB) CompileContext(ctx context.Context, scope string, req *admission.Request, opts ...kura.WriteOption) (json.RawMessage, error) {
 	b, err := db.compile(ctx, scope, req)
 	if err != nil {
 		return nil, err
@@ -258,11 +258,11 @@ func (db *DB) CompileContext(ctx context.Context, scope string, req *admission.R
 	if err != nil {
 		return nil, err
 	}
-	err = db.Update(ctx, func(tx *Tx) error {
+	err = db.write(ctx, opts, func(tx *Tx) error {
 		if err := tx.storeBundle(b, body); err != nil {
 			return err
 		}
-		return tx.Answer(200, json.RawMessage(body))
+		return tx.KeepAnswer(false, json.RawMessage(body))
 	})
 	if err != nil {
 		return nil, mapErr(err)
@@ -278,7 +278,7 @@ func (tx *Tx) storeBundle(b *admission.Bundle, body []byte) error {
 	if _, err := tx.Exec(qInsertBundle, b.BundleID, b.Scope, b.Digest, b.AsOf, stored, tx.NowString()); err != nil {
 		return err
 	}
-	return tx.AddEvent("context.compiled", b.Scope, map[string]string{"bundle_id": b.BundleID})
+	return tx.AddEvent(kura.EventContextCompiled, b.Scope, map[string]string{"bundle_id": b.BundleID})
 }
 
 // packThreshold is the body size above which a bundle is kept gzipped.

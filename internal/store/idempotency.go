@@ -14,15 +14,17 @@ var ErrReplay = &kura.Error{Code: kura.EReplay, Message: "this Idempotency-Key w
 
 var qInsertIdem = wsql("INSERT INTO idempotency(identity, key, fingerprint, status, body, created_at) VALUES(?,?,?,?,?,?) ON CONFLICT(identity, key) DO NOTHING")
 
-// Answer records the answer of the job's write when the request carries an
-// Idempotency-Key. Every write method calls it once, with the status and
-// value its handler answers with.
-func (tx *Tx) Answer(status int, v any) error {
-	idem := kura.IdempotencyFrom(tx.jobCtx)
+// KeepAnswer keeps the API's answer to v under the write's Idempotency-Key,
+// when it carries one (kura.KeepAnswer), in the write's own transaction.
+// created says v is new (the API may answer 201 rather than 200). Every
+// write that takes WriteOptions calls it once, with the value it returns.
+func (tx *Tx) KeepAnswer(created bool, v any) error {
+	idem := tx.idem
 	if idem == nil {
 		return nil
 	}
-	res, err := tx.Exec(qInsertIdem, idem.Identity, idem.Key, idem.Fingerprint, status, idem.Render(v), tx.NowString())
+	status, body := idem.Answer(v, created)
+	res, err := tx.Exec(qInsertIdem, idem.Identity, idem.Key, idem.Fingerprint, status, body, tx.NowString())
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ const MaxImportItems = 20000
 // commits to every record's seal, so it shows this kurad wrote the record,
 // its content and its time. Otherwise the import is refused (403, the
 // record named) and writes nothing.
-func (db *DB) Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportResult, error) {
+func (db *DB) Import(ctx context.Context, in *kura.ImportInput, opts ...kura.WriteOption) (*kura.ImportResult, error) {
 	if n := len(in.Records) + len(in.Ledgers) + len(in.Sessions); n == 0 || n > MaxImportItems {
 		return nil, kura.Invalid("", "an import holds 1..%d items, got %d", MaxImportItems, n)
 	}
@@ -73,7 +73,7 @@ func (db *DB) Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportRes
 		return nil, err
 	}
 	out := &kura.ImportResult{}
-	err = db.Update(ctx, func(tx *Tx) error {
+	err = db.write(ctx, opts, func(tx *Tx) error {
 		*out = kura.ImportResult{}
 		var newSys []int // sys: records this import writes
 		for i, p := range recs {
@@ -103,7 +103,7 @@ func (db *DB) Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportRes
 			if n, _ := res.RowsAffected(); n == 0 {
 				return kura.Errorf(kura.EConflict, "record %s: a record with the same hash exists under another id", r.ID)
 			}
-			if err := tx.AddEvent("record.written", p.Project, map[string]string{"record_id": r.ID}); err != nil {
+			if err := tx.AddEvent(kura.EventRecordWritten, p.Project, map[string]string{"record_id": r.ID}); err != nil {
 				return err
 			}
 			if isSysAuthor(r.AuthorID) {
@@ -141,7 +141,7 @@ func (db *DB) Import(ctx context.Context, in *kura.ImportInput) (*kura.ImportRes
 				out.Skipped++
 			}
 		}
-		return tx.Answer(200, out)
+		return tx.KeepAnswer(false, out)
 	})
 	return out, err
 }
@@ -348,7 +348,7 @@ func (tx *Tx) importLedger(l *kura.Ledger, f string) (bool, error) {
 			return false, err
 		}
 	}
-	return true, tx.AddEvent("ledger.written", tx.db.cfg.DefaultProject, map[string]string{"ledger_id": l.ID})
+	return true, tx.AddEvent(kura.EventLedgerWritten, tx.db.cfg.DefaultProject, map[string]string{"ledger_id": l.ID})
 }
 
 func (tx *Tx) importSession(s *kura.Session) (bool, error) {
@@ -367,7 +367,7 @@ func (tx *Tx) importSession(s *kura.Session) (bool, error) {
 	if _, err := tx.Exec("INSERT INTO sessions(id, project, name, scope, created_at, updated_at) VALUES(?,?,?,?,?,?)", s.ID, s.Project, s.Name, s.Scope, s.CreatedAt, now); err != nil {
 		return false, err
 	}
-	if err := tx.AddEvent("session.created", s.Project, map[string]string{"session_id": s.ID}); err != nil {
+	if err := tx.AddEvent(kura.EventSessionCreated, s.Project, map[string]string{"session_id": s.ID}); err != nil {
 		return false, err
 	}
 	if s.HeadLedgerID != nil {

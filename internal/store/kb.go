@@ -209,7 +209,7 @@ func (tx *Tx) kbEntry(s kbSpace, identifier string) (*kbRow, error) {
 // context events it carries its scope as its project, so the feed and the
 // NATS subjects keep one scope's knowledge apart from another's.
 func (tx *Tx) kbChanged(s kbSpace, entryID string) error {
-	return tx.AddEvent("kb.changed", kura.KBScopeName(s.scope), map[string]string{"kb": s.kb, "entry_id": entryID})
+	return tx.AddEvent(kura.EventKBChanged, kura.KBScopeName(s.scope), map[string]string{"kb": s.kb, "entry_id": entryID})
 }
 
 // kbHistory writes one version row now (the single-entry changes: patch,
@@ -504,7 +504,7 @@ func (p *kbPut) flush() error {
 
 // PutKBEntry upserts one entry of knowledge base name; created is true for
 // a new entry (201) and false for a replaced one (200).
-func (db *DB) PutKBEntry(ctx context.Context, name string, in *kura.KBEntryInput) (*kura.KBEntry, bool, error) {
+func (db *DB) PutKBEntry(ctx context.Context, name string, in *kura.KBEntryInput, opts ...kura.WriteOption) (*kura.KBEntry, bool, error) {
 	if err := validKBName(name); err != nil {
 		return nil, false, err
 	}
@@ -513,7 +513,7 @@ func (db *DB) PutKBEntry(ctx context.Context, name string, in *kura.KBEntryInput
 	}
 	var e kura.KBEntry
 	var created bool
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		s, _, err := tx.kbSpace(name, in.Scope, true)
 		if err != nil {
 			return err
@@ -531,11 +531,7 @@ func (db *DB) PutKBEntry(ctx context.Context, name string, in *kura.KBEntryInput
 		if err := p.flush(); err != nil {
 			return err
 		}
-		status := 200
-		if created {
-			status = 201
-		}
-		return tx.Answer(status, &e)
+		return tx.KeepAnswer(created, &e)
 	})
 	if err != nil {
 		return nil, false, mapErr(err)
@@ -546,7 +542,7 @@ func (db *DB) PutKBEntry(ctx context.Context, name string, in *kura.KBEntryInput
 // PutKBEntries upserts up to MaxKBBatch entries in one transaction: all or
 // nothing. Entries are applied in order, so an identifier given twice ends
 // as its last entry (one created, one replaced).
-func (db *DB) PutKBEntries(ctx context.Context, name string, ins []kura.KBEntryInput) (*kura.KBBatch, error) {
+func (db *DB) PutKBEntries(ctx context.Context, name string, ins []kura.KBEntryInput, opts ...kura.WriteOption) (*kura.KBBatch, error) {
 	if err := validKBName(name); err != nil {
 		return nil, err
 	}
@@ -563,7 +559,7 @@ func (db *DB) PutKBEntries(ctx context.Context, name string, ins []kura.KBEntryI
 		byScope[ins[i].Scope] = append(byScope[ins[i].Scope], ins[i].Identifier)
 	}
 	var out *kura.KBBatch
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		out = &kura.KBBatch{Entries: make([]kura.KBEntry, len(ins))}
 		p, err := tx.newKBPut()
 		if err != nil {
@@ -595,7 +591,7 @@ func (db *DB) PutKBEntries(ctx context.Context, name string, ins []kura.KBEntryI
 		if err := p.flush(); err != nil {
 			return err
 		}
-		return tx.Answer(200, out)
+		return tx.KeepAnswer(false, out)
 	})
 	if err != nil {
 		return nil, mapErr(err)
@@ -616,7 +612,7 @@ func scopeText(scope string) string {
 
 // UpdateKBEntry changes the value, the keys or both of the entry with this
 // exact identifier (not_found when there is none) as one new version.
-func (db *DB) UpdateKBEntry(ctx context.Context, name string, p *kura.KBPatch) (*kura.KBEntry, error) {
+func (db *DB) UpdateKBEntry(ctx context.Context, name string, p *kura.KBPatch, opts ...kura.WriteOption) (*kura.KBEntry, error) {
 	if err := validKBName(name); err != nil {
 		return nil, err
 	}
@@ -624,7 +620,7 @@ func (db *DB) UpdateKBEntry(ctx context.Context, name string, p *kura.KBPatch) (
 		return nil, err
 	}
 	var e *kura.KBEntry
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		s, ok, err := tx.kbSpace(name, p.Scope, false)
 		if err != nil {
 			return err
@@ -663,7 +659,7 @@ func (db *DB) UpdateKBEntry(ctx context.Context, name string, p *kura.KBPatch) (
 		if err := tx.kbChanged(s, e.ID); err != nil {
 			return err
 		}
-		return tx.Answer(200, e)
+		return tx.KeepAnswer(false, e)
 	})
 	if err != nil {
 		return nil, mapErr(err)
@@ -673,7 +669,7 @@ func (db *DB) UpdateKBEntry(ctx context.Context, name string, p *kura.KBPatch) (
 
 // DeleteKBEntry deletes the entry with this exact identifier; its history
 // stays and gains a tombstone. It answers 1, or not_found.
-func (db *DB) DeleteKBEntry(ctx context.Context, name, scope, identifier string) (int, error) {
+func (db *DB) DeleteKBEntry(ctx context.Context, name, scope, identifier string, opts ...kura.WriteOption) (int, error) {
 	if err := validKBName(name); err != nil {
 		return 0, err
 	}
@@ -683,7 +679,7 @@ func (db *DB) DeleteKBEntry(ctx context.Context, name, scope, identifier string)
 	if !kura.ValidKBScope(scope) {
 		return 0, kura.Invalid("scope", "scope must be empty (the default scope) or a slug")
 	}
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		s, ok, err := tx.kbSpace(name, scope, false)
 		if err != nil {
 			return err
@@ -720,7 +716,7 @@ func (db *DB) DeleteKBEntry(ctx context.Context, name, scope, identifier string)
 		if err := tx.kbChanged(s, old.ID); err != nil {
 			return err
 		}
-		return tx.Answer(200, kura.KBDeleted{Deleted: 1})
+		return tx.KeepAnswer(false, kura.KBDeleted{Deleted: 1})
 	})
 	if err != nil {
 		return 0, mapErr(err)
@@ -732,7 +728,7 @@ func (db *DB) DeleteKBEntry(ctx context.Context, name, scope, identifier string)
 // were. Other scopes of the knowledge base are untouched. Each removed
 // entry gets a tombstone version and its own kb.changed event, as a
 // delete would.
-func (db *DB) ClearKB(ctx context.Context, name, scope string) (int, error) {
+func (db *DB) ClearKB(ctx context.Context, name, scope string, opts ...kura.WriteOption) (int, error) {
 	if err := validKBName(name); err != nil {
 		return 0, err
 	}
@@ -740,7 +736,7 @@ func (db *DB) ClearKB(ctx context.Context, name, scope string) (int, error) {
 		return 0, kura.Invalid("scope", "scope must be empty (the default scope) or a slug")
 	}
 	var n int
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		n = 0
 		s, ok, err := tx.kbSpace(name, scope, false)
 		if err != nil {
@@ -751,7 +747,7 @@ func (db *DB) ClearKB(ctx context.Context, name, scope string) (int, error) {
 				return err
 			}
 		}
-		return tx.Answer(200, kura.KBDeleted{Deleted: n})
+		return tx.KeepAnswer(false, kura.KBDeleted{Deleted: n})
 	})
 	if err != nil {
 		return 0, mapErr(err)

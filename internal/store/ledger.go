@@ -18,17 +18,17 @@ import (
 )
 
 // CreateLedger stores a ledger over existing records and parents.
-func (db *DB) CreateLedger(ctx context.Context, in *kura.LedgerInput) (*kura.Ledger, error) {
+func (db *DB) CreateLedger(ctx context.Context, in *kura.LedgerInput, opts ...kura.WriteOption) (*kura.Ledger, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
 	var out *kura.Ledger
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		var err error
 		if out, err = tx.InsertLedger(in, db.cfg.DefaultProject); err != nil {
 			return err
 		}
-		return tx.Answer(201, out)
+		return tx.KeepAnswer(true, out)
 	})
 	return out, err
 }
@@ -110,7 +110,7 @@ func (tx *Tx) InsertLedger(in *kura.LedgerInput, project string) (*kura.Ledger, 
 			return nil, err
 		}
 	}
-	if err := tx.AddEvent("ledger.written", project, map[string]string{"ledger_id": l.ID}); err != nil {
+	if err := tx.AddEvent(kura.EventLedgerWritten, project, map[string]string{"ledger_id": l.ID}); err != nil {
 		return nil, err
 	}
 	return l, nil

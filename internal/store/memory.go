@@ -354,13 +354,13 @@ func (tx *Tx) nodeVersion(nid int64, n *kura.Node) error {
 }
 
 // PutNode writes one node (201 when created, 200 for a new version).
-func (db *DB) PutNode(ctx context.Context, scope string, in *kura.NodeInput) (*kura.Node, bool, error) {
+func (db *DB) PutNode(ctx context.Context, scope string, in *kura.NodeInput, opts ...kura.WriteOption) (*kura.Node, bool, error) {
 	if err := in.Validate(db.nodeKinds(), ""); err != nil {
 		return nil, false, err
 	}
 	var n *kura.Node
 	var created bool
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		sid, err := tx.scope(scope)
 		if err != nil {
 			return err
@@ -369,11 +369,7 @@ func (db *DB) PutNode(ctx context.Context, scope string, in *kura.NodeInput) (*k
 		if err != nil {
 			return err
 		}
-		status := 200
-		if created {
-			status = 201
-		}
-		return tx.Answer(status, n)
+		return tx.KeepAnswer(created, n)
 	})
 	if err != nil {
 		return nil, false, mapErr(err)
@@ -383,7 +379,7 @@ func (db *DB) PutNode(ctx context.Context, scope string, in *kura.NodeInput) (*k
 
 // PutNodes writes a batch of nodes in one transaction: all or nothing.
 // Later nodes may derive from earlier ones in the same batch.
-func (db *DB) PutNodes(ctx context.Context, scope string, ins []kura.NodeInput) ([]kura.Node, error) {
+func (db *DB) PutNodes(ctx context.Context, scope string, ins []kura.NodeInput, opts ...kura.WriteOption) ([]kura.Node, error) {
 	if len(ins) == 0 || len(ins) > MaxNodeBatch {
 		return nil, kura.Invalid("nodes", "a batch holds 1 to %d nodes", MaxNodeBatch)
 	}
@@ -393,7 +389,7 @@ func (db *DB) PutNodes(ctx context.Context, scope string, ins []kura.NodeInput) 
 		}
 	}
 	out := make([]kura.Node, len(ins))
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		sid, err := tx.scope(scope)
 		if err != nil {
 			return err
@@ -405,7 +401,7 @@ func (db *DB) PutNodes(ctx context.Context, scope string, ins []kura.NodeInput) 
 			}
 			out[i] = *n
 		}
-		return tx.Answer(201, kura.NodeBatch{Nodes: out})
+		return tx.KeepAnswer(true, kura.NodeBatch{Nodes: out})
 	})
 	if err != nil {
 		return nil, mapErr(err)
@@ -423,7 +419,7 @@ func (db *DB) parseNodeRef(s, field string) (kura.Ref, error) {
 }
 
 // TransitionNode moves a node to another lifecycle as a new version.
-func (db *DB) TransitionNode(ctx context.Context, scope, ref string, t *kura.Transition) (*kura.Node, error) {
+func (db *DB) TransitionNode(ctx context.Context, scope, ref string, t *kura.Transition, opts ...kura.WriteOption) (*kura.Node, error) {
 	r, err := db.parseNodeRef(ref, "ref")
 	if err != nil {
 		return nil, err
@@ -432,13 +428,13 @@ func (db *DB) TransitionNode(ctx context.Context, scope, ref string, t *kura.Tra
 		return nil, err
 	}
 	var n *kura.Node
-	err = db.Update(ctx, func(tx *Tx) error {
+	err = db.write(ctx, opts, func(tx *Tx) error {
 		var err error
 		n, err = tx.transition(scope, r, t.Lifecycle, t.Authority, t.Reason, t.Writer)
 		if err != nil {
 			return err
 		}
-		return tx.Answer(200, n)
+		return tx.KeepAnswer(false, n)
 	})
 	if err != nil {
 		return nil, mapErr(err)
@@ -467,7 +463,7 @@ var reviseFault func(step string) error
 // ReviseNode replaces a node by a new one in one transaction: the new node
 // (source_type revision, derived from the old), a supersedes relation from
 // new to old, and the old node retired. Any failure leaves none of it.
-func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeInput) (*kura.Revision, error) {
+func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeInput, opts ...kura.WriteOption) (*kura.Revision, error) {
 	r, err := db.parseNodeRef(ref, "ref")
 	if err != nil {
 		return nil, err
@@ -485,7 +481,7 @@ func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeIn
 		return nil, err
 	}
 	var out kura.Revision
-	err = db.Update(ctx, func(tx *Tx) error {
+	err = db.write(ctx, opts, func(tx *Tx) error {
 		sid, err := tx.scope(scope)
 		if err != nil {
 			return err
@@ -557,7 +553,7 @@ func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeIn
 			return err
 		}
 		out = kura.Revision{Node: n, Superseded: retired, Relation: rel}
-		return tx.Answer(201, &out)
+		return tx.KeepAnswer(true, &out)
 	})
 	if err != nil {
 		return nil, mapErr(err)
@@ -566,12 +562,12 @@ func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeIn
 }
 
 // CreateRelation writes a relation between two nodes of the scope.
-func (db *DB) CreateRelation(ctx context.Context, scope string, in *kura.RelationInput) (*kura.Relation, error) {
+func (db *DB) CreateRelation(ctx context.Context, scope string, in *kura.RelationInput, opts ...kura.WriteOption) (*kura.Relation, error) {
 	if err := in.Validate(db.nodeKinds()); err != nil {
 		return nil, err
 	}
 	var rel *kura.Relation
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		sid, err := tx.scope(scope)
 		if err != nil {
 			return err
@@ -580,7 +576,7 @@ func (db *DB) CreateRelation(ctx context.Context, scope string, in *kura.Relatio
 		if err != nil {
 			return err
 		}
-		return tx.Answer(201, rel)
+		return tx.KeepAnswer(true, rel)
 	})
 	if err != nil {
 		return nil, mapErr(err)
@@ -620,20 +616,20 @@ func (tx *Tx) relate(sid int64, scope string, in *kura.RelationInput) (*kura.Rel
 	if _, err := tx.Exec(qInsertRelation, sid, rel.ID, rel.Kind, ends[0], ends[1], rel.Confidence, jsonList(rel.Reasons), rel.CreatedAt); err != nil {
 		return nil, err
 	}
-	if err := tx.AddEvent("memory.relation", scope, map[string]string{"relation_id": rel.ID}); err != nil {
+	if err := tx.AddEvent(kura.EventMemoryRelation, scope, map[string]string{"relation_id": rel.ID}); err != nil {
 		return nil, err
 	}
 	return &rel, nil
 }
 
 // CreateFeedback stores an outcome report on a node.
-func (db *DB) CreateFeedback(ctx context.Context, scope string, in *kura.FeedbackInput) (*kura.Feedback, error) {
+func (db *DB) CreateFeedback(ctx context.Context, scope string, in *kura.FeedbackInput, opts ...kura.WriteOption) (*kura.Feedback, error) {
 	if err := in.Validate(db.nodeKinds()); err != nil {
 		return nil, err
 	}
 	r, _ := kura.ParseRef(in.Ref, db.nodeKinds(), false)
 	var fb *kura.Feedback
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		sid, err := tx.scope(scope)
 		if err != nil {
 			return err
@@ -650,10 +646,10 @@ func (db *DB) CreateFeedback(ctx context.Context, scope string, in *kura.Feedbac
 		if _, err := tx.Exec(qInsertFeedback, fb.ID, sid, nid, fb.Outcome, fb.Note, fb.AuthorID, fb.CreatedAt); err != nil {
 			return err
 		}
-		if err := tx.AddEvent("memory.feedback", scope, map[string]string{"ref": in.Ref, "feedback_id": fb.ID}); err != nil {
+		if err := tx.AddEvent(kura.EventMemoryFeedback, scope, map[string]string{"ref": in.Ref, "feedback_id": fb.ID}); err != nil {
 			return err
 		}
-		return tx.Answer(201, fb)
+		return tx.KeepAnswer(true, fb)
 	})
 	if err != nil {
 		return nil, mapErr(err)

@@ -135,7 +135,7 @@ func (tx *Tx) InsertRecord(p *PreparedRecord) (*kura.Record, error) {
 		r.Deduplicated = true
 		return r, nil
 	}
-	if err := tx.AddEvent("record.written", p.Project, map[string]string{"record_id": id}); err != nil {
+	if err := tx.AddEvent(kura.EventRecordWritten, p.Project, map[string]string{"record_id": id}); err != nil {
 		return nil, err
 	}
 	md := p.Metadata
@@ -147,28 +147,24 @@ func (tx *Tx) InsertRecord(p *PreparedRecord) (*kura.Record, error) {
 }
 
 // CreateRecord stores one record (or finds its duplicate) durably.
-func (db *DB) CreateRecord(ctx context.Context, in *kura.RecordInput) (*kura.Record, error) {
+func (db *DB) CreateRecord(ctx context.Context, in *kura.RecordInput, opts ...kura.WriteOption) (*kura.Record, error) {
 	p, err := db.PrepareRecord(in, "")
 	if err != nil {
 		return nil, err
 	}
 	var out *kura.Record
-	err = db.Update(ctx, func(tx *Tx) error {
+	err = db.write(ctx, opts, func(tx *Tx) error {
 		var err error
 		if out, err = tx.InsertRecord(p); err != nil {
 			return err
 		}
-		status := 201
-		if out.Deduplicated {
-			status = 200
-		}
-		return tx.Answer(status, out)
+		return tx.KeepAnswer(!out.Deduplicated, out)
 	})
 	return out, err
 }
 
 // CreateRecords stores a batch all or nothing, answering in input order.
-func (db *DB) CreateRecords(ctx context.Context, ins []kura.RecordInput) ([]kura.Record, error) {
+func (db *DB) CreateRecords(ctx context.Context, ins []kura.RecordInput, opts ...kura.WriteOption) ([]kura.Record, error) {
 	if len(ins) == 0 {
 		return nil, kura.Invalid("records", "records must hold at least one record")
 	}
@@ -184,7 +180,7 @@ func (db *DB) CreateRecords(ctx context.Context, ins []kura.RecordInput) ([]kura
 		ps[i] = p
 	}
 	out := make([]kura.Record, len(ps))
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		for i, p := range ps {
 			r, err := tx.InsertRecord(p)
 			if err != nil {
@@ -192,7 +188,7 @@ func (db *DB) CreateRecords(ctx context.Context, ins []kura.RecordInput) ([]kura
 			}
 			out[i] = *r
 		}
-		return tx.Answer(201, out)
+		return tx.KeepAnswer(true, out)
 	})
 	if err != nil {
 		return nil, err

@@ -31,7 +31,7 @@ var (
 // (purgeRedacted): the WAL is checkpointed into the database and truncated,
 // retried for up to Config.RedactPurgeWait. Purge in the answer says
 // whether that finished; if not, it goes on in the background.
-func (db *DB) RedactRecord(ctx context.Context, id, by string, in *kura.RedactInput) (*kura.RedactResult, error) {
+func (db *DB) RedactRecord(ctx context.Context, id, by string, in *kura.RedactInput, opts ...kura.WriteOption) (*kura.RedactResult, error) {
 	if !kura.ValidID(id) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
 	}
@@ -42,7 +42,7 @@ func (db *DB) RedactRecord(ctx context.Context, id, by string, in *kura.RedactIn
 		by = "unknown"
 	}
 	var out *kura.RedactResult
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		rec, err := scanRecord(tx.QueryRow(qRecordByID, id))
 		if err != nil {
 			return err
@@ -55,7 +55,7 @@ func (db *DB) RedactRecord(ctx context.Context, id, by string, in *kura.RedactIn
 			}
 			rec.Meta()
 			out.Record, out.Redaction, out.AlreadyRedacted = rec, rd, true
-			return tx.Answer(200, out)
+			return tx.KeepAnswer(false, out)
 		}
 		if _, err := tx.Exec(qRedactRecord, id); err != nil {
 			return err
@@ -69,7 +69,7 @@ func (db *DB) RedactRecord(ctx context.Context, id, by string, in *kura.RedactIn
 		if pid := rec.Meta()["project_id"]; kura.ValidSlug(pid) {
 			project = pid
 		}
-		if err := tx.AddEvent("record.redacted", project, map[string]string{"record_id": id}); err != nil {
+		if err := tx.AddEvent(kura.EventRecordRedacted, project, map[string]string{"record_id": id}); err != nil {
 			return err
 		}
 		seq := tx.events[len(tx.events)-1].Seq
@@ -80,7 +80,7 @@ func (db *DB) RedactRecord(ctx context.Context, id, by string, in *kura.RedactIn
 		rec.Content, rec.Redacted = nil, true
 		out.Record = rec
 		out.Redaction = &kura.Redaction{RecordID: id, By: by, Reason: in.Reason, At: at, Seq: seq}
-		return tx.Answer(200, out)
+		return tx.KeepAnswer(false, out)
 	})
 	if err != nil {
 		return nil, err

@@ -36,10 +36,10 @@ func fileHolds(t *testing.T, path, marker string) []string {
 	return in
 }
 
-func withIdemKey(ctx context.Context, key string) context.Context {
-	return kura.WithIdempotency(ctx, &kura.Idempotency{Identity: "user:oles", Key: key, Fingerprint: "fp-" + key, Render: func(v any) []byte {
+func withIdemKey(key string) kura.WriteOption {
+	return kura.KeepAnswer(&kura.Idempotency{Identity: "user:oles", Key: key, Fingerprint: "fp-" + key, Answer: func(v any, created bool) (int, []byte) {
 		b, _ := json.Marshal(v)
-		return b
+		return 201, b
 	}})
 }
 
@@ -61,8 +61,8 @@ func TestStore_RedactRecord(t *testing.T) {
 			// answer holds its content), put in a ledger and appended to
 			// a turn of a session.
 			content := fmt.Sprintf(`{"text":"the key is %s","pad":%q}`, marker, strings.Repeat("x", size.pad))
-			rec, err := db.CreateRecord(withIdemKey(ctx, "k-secret"), &kura.RecordInput{Type: "agent.thought", Content: json.RawMessage(content),
-				AuthorID: "agent:bmo", Metadata: map[string]string{"project_id": "hashi"}})
+			rec, err := db.CreateRecord(ctx, &kura.RecordInput{Type: "agent.thought", Content: json.RawMessage(content),
+				AuthorID: "agent:bmo", Metadata: map[string]string{"project_id": "hashi"}}, withIdemKey("k-secret"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/kurahash"
 )
@@ -74,7 +73,7 @@ func (db *DB) ListSessions(ctx context.Context, project, after string, limit int
 }
 
 // CreateSession creates a session, its head at from_ledger_id when forking.
-func (db *DB) CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.Session, error) {
+func (db *DB) CreateSession(ctx context.Context, in *kura.SessionInput, opts ...kura.WriteOption) (*kura.Session, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -82,7 +81,7 @@ func (db *DB) CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.S
 		in.Scope = in.Project
 	}
 	var out *kura.Session
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		var exists string
 		err := tx.QueryRow("SELECT id FROM sessions WHERE project = ? AND name = ?", in.Project, in.Name).Scan(&exists)
 		if err == nil {
@@ -93,12 +92,15 @@ func (db *DB) CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.S
 		}
 		id := uuid.Must(uuid.NewV7()).String()
 		now := tx.NowString()
-		creator := auth.FromContext(ctx).Identity
+		var creator any // NULL when the caller names no one
+		if in.CreatedBy != "" {
+			creator = in.CreatedBy
+		}
 		if _, err := tx.Exec("INSERT INTO sessions(id, project, name, scope, created_at, updated_at, created_by) VALUES(?,?,?,?,?,?,?)",
 			id, in.Project, in.Name, in.Scope, now, now, creator); err != nil {
 			return err
 		}
-		if err := tx.AddEvent("session.created", in.Project, map[string]string{"session_id": id}); err != nil {
+		if err := tx.AddEvent(kura.EventSessionCreated, in.Project, map[string]string{"session_id": id}); err != nil {
 			return err
 		}
 		if in.FromLedgerID != "" {
@@ -112,7 +114,7 @@ func (db *DB) CreateSession(ctx context.Context, in *kura.SessionInput) (*kura.S
 		if out, err = tx.session(id); err != nil {
 			return err
 		}
-		return tx.Answer(201, out)
+		return tx.KeepAnswer(true, out)
 	})
 	return out, err
 }
@@ -150,13 +152,13 @@ func (tx *Tx) moveHead(sessionID, project string, from *string, to, reason strin
 	if _, err := tx.Exec(qSetHead, to, now, sessionID); err != nil {
 		return "", err
 	}
-	return hash, tx.AddEvent("session.head", project, map[string]string{"session_id": sessionID, "ledger_id": to, "head_hash": hash})
+	return hash, tx.AddEvent(kura.EventSessionHead, project, map[string]string{"session_id": sessionID, "ledger_id": to, "head_hash": hash})
 }
 
 // MoveHead is the compare-and-swap of a session head: it moves only when
 // the head is still expected_head (null for an empty session). Heads of
 // sessions with an open turn move only with the turn.
-func (db *DB) MoveHead(ctx context.Context, sessionID string, mv *kura.HeadMove) (*kura.Session, error) {
+func (db *DB) MoveHead(ctx context.Context, sessionID string, mv *kura.HeadMove, opts ...kura.WriteOption) (*kura.Session, error) {
 	if !kura.ValidID(sessionID) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", sessionID)
 	}
@@ -170,7 +172,7 @@ func (db *DB) MoveHead(ctx context.Context, sessionID string, mv *kura.HeadMove)
 		return nil, kura.Invalid("reason", "reason is at most 256 bytes")
 	}
 	var out *kura.Session
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		s, err := tx.session(sessionID)
 		if err != nil {
 			return err
@@ -193,7 +195,7 @@ func (db *DB) MoveHead(ctx context.Context, sessionID string, mv *kura.HeadMove)
 		if out, err = tx.session(sessionID); err != nil {
 			return err
 		}
-		return tx.Answer(200, out)
+		return tx.KeepAnswer(false, out)
 	})
 	return out, err
 }

@@ -287,7 +287,7 @@ func (tx *Tx) outputTypes(turnID string) (map[string]int, error) {
 // records, builds the context ledger (instruction, context, the previous
 // output's task.deliverable records; parent = the previous head), moves
 // the head to it, all in one transaction.
-func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenInput, defaultDeadline time.Duration) (*kura.Turn, error) {
+func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenInput, defaultDeadline time.Duration, opts ...kura.WriteOption) (*kura.Turn, error) {
 	if !kura.ValidID(sessionID) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", sessionID)
 	}
@@ -327,7 +327,7 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 		}
 	}
 	var out *kura.Turn
-	err = db.Update(ctx, func(tx *Tx) error {
+	err = db.write(ctx, opts, func(tx *Tx) error {
 		s, err := tx.session(sessionID)
 		if err != nil {
 			return err
@@ -402,7 +402,7 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 			id, s.ID, number, kura.TurnOpen, l.ID, bundleID, dispatch, kura.FormatTime(now.Add(deadline)), kura.FormatTime(now)); err != nil {
 			return err
 		}
-		if err := tx.AddEvent("turn.opened", s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "context_ledger_id": l.ID}); err != nil {
+		if err := tx.AddEvent(kura.EventTurnOpened, s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "context_ledger_id": l.ID}); err != nil {
 			return err
 		}
 		if in.Dispatch != "" {
@@ -414,7 +414,7 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 			return err
 		}
 		out.HeadHash = &headHash
-		return tx.Answer(201, out)
+		return tx.KeepAnswer(true, out)
 	})
 	return out, err
 }
@@ -487,7 +487,7 @@ func checkEpoch(t *kura.Turn, epoch *int64) error {
 
 // ClaimTurn gives a worker the turn for lease seconds and bumps its epoch;
 // a turn whose lease has not expired cannot be claimed.
-func (db *DB) ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim) (*kura.Lease, error) {
+func (db *DB) ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim, opts ...kura.WriteOption) (*kura.Lease, error) {
 	if !kura.ValidID(id) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
 	}
@@ -499,7 +499,7 @@ func (db *DB) ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim) (*ku
 		return nil, err
 	}
 	var out *kura.Lease
-	err = db.Update(ctx, func(tx *Tx) error {
+	err = db.write(ctx, opts, func(tx *Tx) error {
 		t, err := tx.openTurn(id)
 		if err != nil {
 			return err
@@ -518,16 +518,16 @@ func (db *DB) ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim) (*ku
 		if err != nil {
 			return err
 		}
-		if err := tx.AddEvent("turn.claimed", s.Project, map[string]string{"turn_id": id, "session_id": s.ID}); err != nil {
+		if err := tx.AddEvent(kura.EventTurnClaimed, s.Project, map[string]string{"turn_id": id, "session_id": s.ID}); err != nil {
 			return err
 		}
-		return tx.Answer(200, out)
+		return tx.KeepAnswer(false, out)
 	})
 	return out, err
 }
 
 // RenewTurn extends the lease of the current claim.
-func (db *DB) RenewTurn(ctx context.Context, id string, in *kura.TurnRenew) (*kura.Lease, error) {
+func (db *DB) RenewTurn(ctx context.Context, id string, in *kura.TurnRenew, opts ...kura.WriteOption) (*kura.Lease, error) {
 	if !kura.ValidID(id) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
 	}
@@ -536,7 +536,7 @@ func (db *DB) RenewTurn(ctx context.Context, id string, in *kura.TurnRenew) (*ku
 		return nil, err
 	}
 	var out *kura.Lease
-	err = db.Update(ctx, func(tx *Tx) error {
+	err = db.write(ctx, opts, func(tx *Tx) error {
 		t, err := tx.openTurn(id)
 		if err != nil {
 			return err
@@ -554,7 +554,7 @@ func (db *DB) RenewTurn(ctx context.Context, id string, in *kura.TurnRenew) (*ku
 		if _, err := tx.Exec("UPDATE turns SET lease_expires_at = ? WHERE id = ?", out.LeaseExpiresAt, id); err != nil {
 			return err
 		}
-		return tx.Answer(200, out)
+		return tx.KeepAnswer(false, out)
 	})
 	return out, err
 }
@@ -578,7 +578,7 @@ func deref(s *string) string {
 
 // AppendTurn appends records to an open turn's output, in order. A turn's
 // output holds at most one task.deliverable.
-func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend) (*kura.TurnAppendResult, error) {
+func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend, opts ...kura.WriteOption) (*kura.TurnAppendResult, error) {
 	if !kura.ValidID(id) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
 	}
@@ -594,7 +594,7 @@ func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend) (*
 		return nil, err
 	}
 	var out *kura.TurnAppendResult
-	err = db.Update(ctx, func(tx *Tx) error {
+	err = db.write(ctx, opts, func(tx *Tx) error {
 		t, s, err := tx.openTurnForWrite(id, in.Epoch, in.Writer)
 		if err != nil {
 			return err
@@ -629,7 +629,7 @@ func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend) (*
 			}
 			out.OutputRecordIDs = append(out.OutputRecordIDs, recs[i].ID)
 		}
-		return tx.Answer(200, out)
+		return tx.KeepAnswer(false, out)
 	})
 	return out, err
 }
@@ -638,7 +638,7 @@ func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend) (*
 // adds a task.deliverable recording the status when the output has none,
 // moves the head to the output, and queues its memory.fact/memory.decision
 // records for extraction; one transaction, one turn.complete event.
-func (db *DB) CloseTurn(ctx context.Context, id string, in *kura.TurnClose) (*kura.Turn, error) {
+func (db *DB) CloseTurn(ctx context.Context, id string, in *kura.TurnClose, opts ...kura.WriteOption) (*kura.Turn, error) {
 	if !kura.ValidID(id) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
 	}
@@ -650,13 +650,13 @@ func (db *DB) CloseTurn(ctx context.Context, id string, in *kura.TurnClose) (*ku
 		return nil, kura.Invalid("status", "status must be complete or failed")
 	}
 	var out *kura.Turn
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.write(ctx, opts, func(tx *Tx) error {
 		var err error
 		out, err = tx.closeTurn(id, in.Epoch, in.Status, "", in.Closer, in.MayWriteScope)
 		if err != nil {
 			return err
 		}
-		return tx.Answer(200, out)
+		return tx.KeepAnswer(false, out)
 	})
 	return out, err
 }
@@ -743,7 +743,7 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string, by kura.Wri
 	}
 	// status tells a subscriber how the turn ended (complete, failed or
 	// timeout) without fetching it: a failure is what a watcher acts on.
-	if err := tx.AddEvent("turn.complete", s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "output_ledger_id": l.ID,
+	if err := tx.AddEvent(kura.EventTurnComplete, s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "output_ledger_id": l.ID,
 		"head_hash": headHash, "status": status}); err != nil {
 		return nil, err
 	}

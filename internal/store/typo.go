@@ -23,8 +23,9 @@ import (
 // the first lookup reads the whole vocabulary once (~0.3 s on 100,000
 // nodes) into a compact copy, bucketed so a lookup compares a word with
 // ~1,000 terms, not all of them. The copy is refreshed when the index has
-// changed since: at once when reading it is cheap (a small store), else in
-// the background, at most once per ten times its last read took, so
+// changed since: at once when the copy is small (a small store: a rule on
+// its size, not on how long the last read took, so a busy machine does not
+// make a small store's answers depend on timing), else in the background, at most once per ten times its last read took, so
 // refreshing costs at most a tenth of a core. Until kurad is asked to
 // correct a word, no copy exists (idle memory stays small).
 
@@ -58,9 +59,10 @@ type vocabCache struct {
 	wg      sync.WaitGroup
 }
 
-// syncVocabBuild: a read that took less than this is redone at once when
-// the index changed; a longer one is redone in the background.
-const syncVocabBuild = 20 * time.Millisecond
+// syncVocabTerms: a copy of fewer terms than this (read in a few
+// milliseconds) is redone at once when the index changed; a larger one is
+// redone in the background.
+const syncVocabTerms = 20000
 
 // vocabulary returns the copy of the index's terms, reading or refreshing
 // it as the rules above say. It never fails a search: a copy that cannot be
@@ -75,7 +77,7 @@ func (db *DB) vocabulary(ctx context.Context) *vocabSnap {
 		c.mu.Unlock()
 		return s
 	}
-	if s != nil && (s.took >= syncVocabBuild || c.loading) {
+	if s != nil && (len(s.terms) >= syncVocabTerms || c.loading) {
 		if !c.loading && time.Since(s.at) >= 10*s.took {
 			db.mu.RLock()
 			closed := db.closed

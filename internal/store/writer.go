@@ -15,6 +15,7 @@ import (
 // under its own savepoint, and where to send its outcome.
 type job struct {
 	ctx  context.Context
+	idem *kura.Idempotency // the answer to keep, or nil
 	fn   func(*Tx) error
 	done chan error
 }
@@ -25,7 +26,7 @@ type Tx struct {
 	db     *DB
 	tx     *sql.Tx
 	ctx    context.Context
-	jobCtx context.Context // the caller's context: request-scoped values
+	idem   *kura.Idempotency // where KeepAnswer keeps the answer; nil: nowhere
 	now    time.Time
 	events []kura.Event
 	bound  map[string]*sql.Stmt // statements bound to tx, shared by the batch
@@ -150,7 +151,13 @@ func refsJSON(refs map[string]string) []byte {
 // transaction has committed (or fn failed and was rolled back). A nil error
 // means the write is durable.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
-	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	return db.write(ctx, nil, fn)
+}
+
+// write is Update for a write its caller answers: opts say where the
+// answer is kept (Tx.KeepAnswer).
+func (db *DB) write(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) error) error {
+	j := &job{ctx: ctx, idem: kura.ApplyWriteOptions(opts).Idempotency, fn: fn, done: make(chan error, 1)}
 	db.mu.RLock()
 	if db.closed || db.jobs == nil {
 		db.mu.RUnlock()
@@ -276,7 +283,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 			results[i] = mapErr(j.ctx.Err())
 			continue
 		}
-		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, jobCtx: j.ctx, now: db.now(), bound: bound}
+		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, idem: j.idem, now: db.now(), bound: bound}
 		if savepoints {
 			if _, err := tx.Exec(qSavepoint); err != nil {
 				results[i] = db.writeErr(err)
@@ -422,7 +429,7 @@ func (tx *Tx) AddCommand(project, target, action string, refs map[string]string)
 	b := refsJSON(refs)
 	id := uuid.Must(uuid.NewV7()).String()
 	at := tx.NowString()
-	subject := "oclaw.v1." + project + ".cmd." + target + "." + action
+	subject := kura.CommandSubject(project, target, action)
 	res, err := tx.Exec(qInsertEvent, id, action, project, subject, string(b), at)
 	if err != nil {
 		return err
