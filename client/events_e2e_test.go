@@ -12,6 +12,7 @@ import (
 
 	"github.com/kura-memory/kura/client"
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/nats-io/nats.go"
 )
 
@@ -353,7 +354,9 @@ func TestE2E_StreamEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		events, done := stream(cctx, short, client.EventQuery{After: p.LastSeq}, 0)
-		time.Sleep(300 * time.Millisecond) // past the client timeout, on purpose
+		// The stream must stay idle past the client timeout: nothing is
+		// to happen in this window, so there is nothing to poll for.
+		time.Sleep(300 * time.Millisecond)
 		r := putN(t, c, ctx, "", 1)
 		if got := receive(t, events, 1); got[0].Refs["record_id"] != r[0].ID {
 			t.Errorf("got %+v, want the new record's event", got[0])
@@ -422,19 +425,15 @@ func TestE2E_EventsNATS(t *testing.T) {
 		t.Errorf("got %s on NATS and %v in the feed, want the same pointer of record %s", msg.Data, feed, r[0].ID)
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := c.Info(ctx)
-		if err != nil {
+	var st *client.Info
+	if !testwait.Until(10*time.Second, func() bool {
+		var err error
+		if st, err = c.Info(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if info.Outbox != nil && info.Outbox.Lag == 0 && info.Outbox.PublishedSeq == info.LastEventSeq {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("got outbox %+v at last seq %d, want it caught up", info.Outbox, info.LastEventSeq)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return st.Outbox != nil && st.Outbox.Lag == 0 && st.Outbox.PublishedSeq == st.LastEventSeq
+	}) {
+		t.Fatalf("got outbox %+v at last seq %d, want it caught up", st.Outbox, st.LastEventSeq)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/kura-memory/kura/kurahash"
 	"github.com/nats-io/nats.go"
 )
@@ -243,6 +244,8 @@ func TestCrash_SIGKILLUnderMixedLoad(t *testing.T) {
 		}
 		killAfter := 300 + rand.IntN(900)
 		maxKillMS, minKillMS = max(maxKillMS, killAfter), min(minKillMS, killAfter)
+		// The kill lands at a random moment of the load, not on any
+		// condition: letting time pass is the point here.
 		time.Sleep(time.Duration(killAfter) * time.Millisecond)
 		p.Kill(t)
 		cancel()
@@ -456,14 +459,10 @@ func checkServed(t *testing.T, p *proc, b *book, cycle int, lastSeq int64) {
 			PublishedSeq int64 `json:"published_seq"`
 		} `json:"outbox"`
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.Until(20*time.Second, func() bool {
 		mustCall(t, "GET", p.Base+"/v1/info", nil, 200, &info)
-		if info.Outbox.PublishedSeq >= lastSeq || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return info.Outbox.PublishedSeq >= lastSeq
+	})
 	if info.LastEventSeq != lastSeq || info.Outbox.PublishedSeq < lastSeq {
 		t.Errorf("cycle %d: after restart last_event_seq %d, published_seq %d; on disk %d", cycle, info.LastEventSeq, info.Outbox.PublishedSeq, lastSeq)
 	}

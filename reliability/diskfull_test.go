@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // fillUntilFull writes batches of records until kurad refuses one with
@@ -102,13 +103,11 @@ func checkWritesAgain(t *testing.T, base string, acked map[string]string) {
 	var r recordOut
 	var code int
 	var raw []byte
-	for range 50 { // the first write after the space came back may still race the checkpoint
+	// The first write after the space came back may still race the checkpoint.
+	testwait.Until(10*time.Second, func() bool {
 		code, raw, _ = call(context.Background(), "POST", base+"/v1/records", `{"type":"agent.thought","content":{"after":"space freed"},"author_id":"agent:rel"}`, &r)
-		if code == 201 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return code == 201
+	})
 	if code != 201 {
 		t.Fatalf("write after freeing space: %d %s", code, raw)
 	}

@@ -206,6 +206,9 @@ func TestHostile_BadInputUnderLoad(t *testing.T) {
 	var lat []time.Duration
 	writes := 0
 	errs := 0
+	// The correct client writes at a steady pace, as an agent would.
+	pace := time.NewTicker(5 * time.Millisecond)
+	defer pace.Stop()
 	for i := 0; ctx.Err() == nil; i++ {
 		t0 := time.Now()
 		var rec recordOut
@@ -224,7 +227,10 @@ func TestHostile_BadInputUnderLoad(t *testing.T) {
 			errs++
 			t.Errorf("correct read: %d %v %s", code, err, raw)
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-pace.C:
+		}
 	}
 	wg.Wait()
 	n := len(lat)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -52,7 +53,7 @@ func TestNATSLoss_WritesGoOnAndEveryEventFollowsInOrder(t *testing.T) {
 	for i := range 20 {
 		write(i)
 	}
-	waitFor(t, 5*time.Second, "the first 20 events", func() bool { return heard() == 20 })
+	testwait.For(t, 5*time.Second, "the first 20 events", func() bool { return heard() == 20 })
 
 	// The cut: drop the doorbell's connection whenever it is up.
 	doorbellCID := func() uint64 {
@@ -87,7 +88,7 @@ func TestNATSLoss_WritesGoOnAndEveryEventFollowsInOrder(t *testing.T) {
 		Status string            `json:"status"`
 		Checks map[string]string `json:"checks"`
 	}
-	waitFor(t, 5*time.Second, "/readyz to report the doorbell", func() bool {
+	testwait.For(t, 5*time.Second, "/readyz to report the doorbell", func() bool {
 		mustCall(t, "GET", base+"/readyz", nil, 200, &ready)
 		return ready.Status == "degraded"
 	})
@@ -116,11 +117,11 @@ func TestNATSLoss_WritesGoOnAndEveryEventFollowsInOrder(t *testing.T) {
 			Lag          int64 `json:"lag"`
 		} `json:"outbox"`
 	}
-	waitFor(t, 15*time.Second, "the doorbell to catch up", func() bool {
+	testwait.For(t, 15*time.Second, "the doorbell to catch up", func() bool {
 		mustCall(t, "GET", base+"/v1/info", nil, 200, &info)
 		return info.Outbox.Lag == 0 && int64(heard()) == info.LastEventSeq
 	})
-	waitFor(t, 5*time.Second, "/readyz to be ready again", func() bool {
+	testwait.For(t, 5*time.Second, "/readyz to be ready again", func() bool {
 		mustCall(t, "GET", base+"/readyz", nil, 200, &ready)
 		return ready.Status == "ready"
 	})
@@ -135,16 +136,4 @@ func TestNATSLoss_WritesGoOnAndEveryEventFollowsInOrder(t *testing.T) {
 		t.Errorf("the subscriber heard %d of 105 events while NATS was cut: the cut did not hold", missed)
 	}
 	t.Logf("doorbell cut %d times; %d of 105 events heard during the cut, all %d delivered in order after it", cuts, missed, len(got))
-}
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // acked collects the ids of writes whose 2xx answer has arrived.
@@ -120,17 +121,6 @@ func load(t *testing.T, c *client.Client, a *acked, stop <-chan struct{}) *sync.
 	return &wg
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestE2E_BackupRestore takes a backup with kura backup while writes go on,
 // restores it with kura restore into a new data directory, starts kurad on
 // it and checks that every session and ledger verifies there and that every
@@ -146,7 +136,7 @@ func TestE2E_BackupRestore(t *testing.T) {
 	a := &acked{}
 	stop := make(chan struct{})
 	wg := load(t, c, a, stop)
-	waitUntil(t, "writes before the backup", func() bool {
+	testwait.For(t, 30*time.Second, "writes before the backup", func() bool {
 		s := a.copy()
 		return len(s.records) >= 40 && len(s.turns) >= 4
 	})
@@ -183,7 +173,7 @@ func TestE2E_BackupRestore(t *testing.T) {
 	if _, err := os.Stat(outside); !os.IsNotExist(err) {
 		t.Errorf("a refused backup made %s", outside)
 	}
-	waitUntil(t, "writes after the backup", func() bool { return len(a.copy().records) >= len(before.records)+15 })
+	testwait.For(t, 30*time.Second, "writes after the backup", func() bool { return len(a.copy().records) >= len(before.records)+15 })
 	close(stop)
 	wg.Wait()
 	var manifest kura.BackupManifest
@@ -394,7 +384,7 @@ func TestE2E_CompactEvents(t *testing.T) {
 	// The doorbell saves its published cursor a moment after publishing,
 	// and compaction never passes it: repeat (it is idempotent) until done.
 	var res client.EventCompaction
-	waitUntil(t, "compaction through seq 4", func() bool {
+	testwait.For(t, 30*time.Second, "compaction through seq 4", func() bool {
 		out, errOut, code := runKura(t, url, nil, "compact-events", "5", "--json")
 		if code != exitOK {
 			t.Fatalf("got exit %d, stderr %q", code, errOut)

@@ -15,6 +15,7 @@ import (
 	"github.com/kura-memory/kura/client"
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // syncBuffer is an output the test reads while a following command writes.
@@ -133,21 +134,25 @@ func startFollow(url string, args ...string) *follower {
 // waitLines waits until the follower has printed n lines and returns them.
 func (f *follower) waitLines(t *testing.T, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out := f.out.String()
-		if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); out != "" && len(lines) >= n {
-			return lines
+	var lines []string
+	var out string
+	ok := testwait.Until(10*time.Second, func() bool {
+		out = f.out.String()
+		lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if out != "" && len(lines) >= n {
+			return true
 		}
 		select {
 		case code := <-f.done:
 			t.Fatalf("kura events --follow ended with %d; stdout %q, stderr %q", code, out, f.errOut.String())
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("got %q, want %d lines; stderr %q", out, n, f.errOut.String())
-		}
+		return false
+	})
+	if !ok {
+		t.Fatalf("got %q, want %d lines; stderr %q", out, n, f.errOut.String())
 	}
+	return lines
 }
 
 func (f *follower) stop(t *testing.T) {

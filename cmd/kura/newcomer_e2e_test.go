@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kura-memory/kura/client"
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // These tests walk the CLI the way a newcomer does: a version check, a
@@ -53,7 +55,7 @@ func TestE2E_EventsFollowFromNow(t *testing.T) {
 	// The notice comes once the start seq is read: what is written after it
 	// has a greater seq, so it is printed whether or not the stream is up.
 	notice := "following events after seq " + strconv.FormatInt(info.LastEventSeq, 10) + " (--after 0 replays them from the start)\n"
-	waitUntil(t, "the follow notice", func() bool { return f.errOut.String() == notice })
+	testwait.For(t, 30*time.Second, "the follow notice", func() bool { return f.errOut.String() == notice })
 	want := putRecords(t, c, "alpha", 2)
 	lines := f.waitLines(t, 2)
 	f.stop(t)

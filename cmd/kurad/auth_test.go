@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/auth"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 func tokenLine(tok, rest string) string { return auth.HashToken(tok) + " " + rest + "\n" }
@@ -92,12 +93,8 @@ func TestKurad_TokensReloadOnSIGHUP(t *testing.T) {
 	hup := func(wantLog string) {
 		t.Helper()
 		p.Cmd.Process.Signal(syscall.SIGHUP)
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(p.Log.String(), wantLog) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the log:\n%s", wantLog, p.Log)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !testwait.Until(10*time.Second, func() bool { return strings.Contains(p.Log.String(), wantLog) }) {
+			t.Fatalf("no %q in the log:\n%s", wantLog, p.Log)
 		}
 	}
 	write(tokenLine("tok-b", "agent:b reader * *"))

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // TestKurad_DoorbellAfterSIGKILL kills kurad under write load while a NATS
@@ -75,16 +77,12 @@ func TestKurad_DoorbellAfterSIGKILL(t *testing.T) {
 	// Run long enough for the cursor to have been saved a few times, so the
 	// kill lands between a save and the newest publishes.
 	start := time.Now()
-	deadline := start.Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Until(15*time.Second, func() bool {
 		mu.Lock()
 		n := len(heard)
 		mu.Unlock()
-		if n >= 2000 && time.Since(start) > 800*time.Millisecond {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return n >= 2000 && time.Since(start) > 800*time.Millisecond
+	})
 	p.Cmd.Process.Signal(syscall.SIGKILL)
 	p.Wait(t, 10*time.Second)
 	close(stop)
@@ -132,19 +130,15 @@ func TestKurad_DoorbellAfterSIGKILL(t *testing.T) {
 			PublishedSeq int64 `json:"published_seq"`
 		} `json:"outbox"`
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	testwait.Until(20*time.Second, func() bool {
 		resp, err := client.Get(p2.Base + "/v1/info")
 		if err != nil {
 			t.Fatal(err)
 		}
 		json.NewDecoder(resp.Body).Decode(&info)
 		resp.Body.Close()
-		if info.Outbox.PublishedSeq == lastSeq || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return info.Outbox.PublishedSeq == lastSeq
+	})
 	if info.LastEventSeq != lastSeq || info.Outbox.PublishedSeq != lastSeq {
 		t.Fatalf("after restart: last seq %d, published %d; want both %d", info.LastEventSeq, info.Outbox.PublishedSeq, lastSeq)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 	_ "modernc.org/sqlite"
 )
 
@@ -120,16 +121,11 @@ func TestKurad_SIGKILLKeepsAcknowledgedWrites(t *testing.T) {
 			}(w)
 		}
 		// Kill once a fair number of writes has been acknowledged.
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) {
+		testwait.Until(15*time.Second, func() bool {
 			mu.Lock()
-			n := len(acked)
-			mu.Unlock()
-			if n >= 300*(cycle+1) {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			return len(acked) >= 300*(cycle+1)
+		})
 		p.Cmd.Process.Signal(syscall.SIGKILL)
 		p.Wait(t, 10*time.Second)
 		close(stop)

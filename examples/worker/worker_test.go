@@ -17,22 +17,11 @@ import (
 	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // These tests run the worker in-process against a real kurad (HTTP, SQLite
 // and the embedded NATS server on 127.0.0.1, ports picked by the OS).
-
-// waitFor polls cond until it holds or 10 s have passed.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // startWorker runs the worker until the returned stop is called, after its
 // first catch-up.
@@ -105,14 +94,14 @@ func TestWorker_Resume(t *testing.T) {
 	putRecords(t, c, "other", 2)         // another project: never handled
 	stop := startWorker(t, cfg)
 	want = append(want, putRecords(t, c, "hashi", 3)...) // live
-	waitFor(t, "6 records", handled(6))
+	testwait.For(t, 10*time.Second, "6 records", handled(6))
 	stop()
 
 	want = append(want, putRecords(t, c, "hashi", 3)...) // while it is down
 	putRecords(t, c, "other", 1)
 	stop = startWorker(t, cfg)
 	want = append(want, putRecords(t, c, "hashi", 3)...)
-	waitFor(t, "12 records", handled(12))
+	testwait.For(t, 10*time.Second, "12 records", handled(12))
 	stop()
 
 	mu.Lock()
@@ -151,7 +140,7 @@ func TestWorker_KuradRestart(t *testing.T) {
 	}
 
 	want := putRecords(t, c, "hashi", 2)
-	waitFor(t, "2 records", handled(2))
+	testwait.For(t, 10*time.Second, "2 records", handled(2))
 	if err := d.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -160,9 +149,9 @@ func TestWorker_KuradRestart(t *testing.T) {
 		cfg.HTTPAddr, cfg.NATSAddr = httpAddr, natsAddr
 	}})
 	want = append(want, putRecords(t, c, "hashi", 3)...) // most likely before the worker is back
-	waitFor(t, "5 records", handled(5))
+	testwait.For(t, 10*time.Second, "5 records", handled(5))
 	want = append(want, putRecords(t, c, "hashi", 2)...)
-	waitFor(t, "7 records", handled(7))
+	testwait.For(t, 10*time.Second, "7 records", handled(7))
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -214,7 +203,7 @@ func TestWorker_Dispatch(t *testing.T) {
 				}
 				turns = append(turns, turn.ID)
 				// One open turn per session: the next waits for a worker.
-				waitFor(t, "turn "+turn.ID+" closed", func() bool {
+				testwait.For(t, 10*time.Second, "turn "+turn.ID+" closed", func() bool {
 					got, err := c.GetTurn(ctx, turn.ID)
 					return err == nil && got.State != client.TurnOpen
 				})

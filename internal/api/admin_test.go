@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 func TestAPI_AdminBackup(t *testing.T) {
@@ -121,20 +122,16 @@ func TestAPI_AdminCompactEvents(t *testing.T) {
 	// The doorbell saves its cursor a moment after publishing; compaction
 	// never passes it, so it is repeated (it is idempotent) until it has.
 	var res map[string]any
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, m, raw := c.post("/v1/admin/compact-events", fmt.Sprintf(`{"before_seq":%d}`, last+100))
+	var raw []byte
+	if !testwait.Until(10*time.Second, func() bool {
+		st, m, b := c.post("/v1/admin/compact-events", fmt.Sprintf(`{"before_seq":%d}`, last+100))
 		if st != 200 {
-			t.Fatalf("got %d %s", st, raw)
+			t.Fatalf("got %d %s", st, b)
 		}
-		res = m
-		if res["compacted_through"] == float64(last-1) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("got %s, want compacted through %d (all but the newest)", raw, last-1)
-		}
-		time.Sleep(20 * time.Millisecond)
+		res, raw = m, b
+		return res["compacted_through"] == float64(last-1)
+	}) {
+		t.Fatalf("got %s, want compacted through %d (all but the newest)", raw, last-1)
 	}
 	if res["first_seq"] != float64(last) || res["removed_total"] != float64(last-1) {
 		t.Errorf("got %v, want only seq %d left", res, last)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/client"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // Tokens these tests add to startAuthKurad's file: a writer of project
@@ -214,11 +215,10 @@ func TestAuthA_WrittenBy(t *testing.T) {
 	app = e.must(tWA, "POST", "/v1/turns/"+tid+"/records", `{"records":[{"type":"memory.decision","content":"ship it","author_id":"agent:a"}]}`)
 	rid = app["output_record_ids"].([]any)[0].(string)
 	state := ""
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if state = e.must(tRA, "GET", "/v1/turns/"+tid, "")["state"].(string); state != "open" {
-			break
-		}
-	}
+	testwait.Until(15*time.Second, func() bool {
+		state = e.must(tRA, "GET", "/v1/turns/"+tid, "")["state"].(string)
+		return state != "open"
+	})
 	if state != "timeout" {
 		t.Fatalf("turn after its deadline: %s, want timeout", state)
 	}

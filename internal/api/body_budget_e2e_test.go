@@ -12,6 +12,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // gauge reads one unlabelled sample from /metrics; -1 when it is absent.
@@ -34,18 +35,6 @@ func gauge(t *testing.T, base, name string) float64 {
 		}
 	}
 	return -1
-}
-
-// waitFor polls cond until it holds, for at most 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // bodyCall is one POST /v1/records whose body the test feeds.
@@ -153,11 +142,11 @@ func TestAPI_InflightBodyBudget(t *testing.T) {
 	// Two bodies fill the budget; their senders stall before the end.
 	h1 := startBody(t, base, body(), 10, false)
 	h2 := startBody(t, base, body(), 10, false)
-	waitFor(t, "two bodies in flight", func() bool { return inflight() == 2*size })
+	testwait.For(t, 10*time.Second, "two bodies in flight", func() bool { return inflight() == 2*size })
 
 	t.Run("WaitsForRoom", func(t *testing.T) {
 		c := startBody(t, base, body(), 0, false)
-		waitFor(t, "a request waiting for room", func() bool { return waiting() == 1 })
+		testwait.For(t, 10*time.Second, "a request waiting for room", func() bool { return waiting() == 1 })
 		if got := inflight(); got != 2*size {
 			t.Fatalf("got %v bytes in flight while one waits, want %d", got, 2*size)
 		}
@@ -172,19 +161,19 @@ func TestAPI_InflightBodyBudget(t *testing.T) {
 	t.Run("RefusedAfterTheWait", func(t *testing.T) {
 		// h2 holds size bytes; a chunked body reserves the whole body limit.
 		h3 := startBody(t, base, body(), 10, true)
-		waitFor(t, "a chunked body in flight", func() bool { return inflight() == size+maxBody })
+		testwait.For(t, 10*time.Second, "a chunked body in flight", func() bool { return inflight() == size+maxBody })
 		var refused []*bodyCall
 		for i := 0; i < 3; i++ {
 			refused = append(refused, startBody(t, base, body(), 0, false))
 		}
-		waitFor(t, "three requests waiting", func() bool { return waiting() == 3 })
+		testwait.For(t, 10*time.Second, "three requests waiting", func() bool { return waiting() == 3 })
 		for i, c := range refused {
-			for len(c.done) == 0 && len(c.err) == 0 {
+			testwait.For(t, testwait.Default, fmt.Sprintf("request %d answered", i), func() bool {
 				if got := inflight(); got > budget {
 					t.Fatalf("%v body bytes in flight, over the budget %d", got, budget)
 				}
-				time.Sleep(5 * time.Millisecond)
-			}
+				return len(c.done) > 0 || len(c.err) > 0
+			})
 			resp := c.answer(t)
 			if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 				t.Errorf("request %d: got %d, Retry-After %q; want 503 with Retry-After", i, resp.StatusCode, resp.Header.Get("Retry-After"))
@@ -197,7 +186,7 @@ func TestAPI_InflightBodyBudget(t *testing.T) {
 		}
 	})
 
-	waitFor(t, "the budget to empty", func() bool { return inflight() == 0 && waiting() == 0 })
+	testwait.For(t, 10*time.Second, "the budget to empty", func() bool { return inflight() == 0 && waiting() == 0 })
 	for i := 0; i < 3; i++ {
 		resp, err := http.Post(base+"/v1/records", "application/json", strings.NewReader(fmt.Sprintf(`{"type":"agent.thought","content":%d,"author_id":"agent:bmo"}`, i)))
 		if err != nil {
@@ -226,7 +215,7 @@ func TestAPI_InflightBodyBudgetNeedsAToken(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		holders = append(holders, startBodyAs(t, e.base, tRoot, recordBody(60<<10, "root"+strconv.Itoa(i)), 10, false))
 	}
-	waitFor(t, "the budget spent by the admin", func() bool { return inflight() == 2*60<<10 })
+	testwait.For(t, 10*time.Second, "the budget spent by the admin", func() bool { return inflight() == 2*60<<10 })
 	for i, tok := range []string{"", tBad} {
 		start := time.Now()
 		resp := startBodyAs(t, e.base, tok, recordBody(60<<10, "anon"+strconv.Itoa(i)), 0, false).answer(t)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/kura-memory/kura/kurahash"
 )
 
@@ -761,12 +762,8 @@ func TestContext_AsOf(t *testing.T) {
 	// kurad calls memory stale once it is over a second old; wait for the
 	// noted instant to get there rather than guess with a sleep.
 	body := fmt.Sprintf(`{"as_of":%q}`, noted)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(c.ctxCall(t, "hist", "preview", body).Warnings) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no stale warning 10s after the noted time")
-		}
-		<-time.After(50 * time.Millisecond)
+	if !testwait.Until(10*time.Second, func() bool { return len(c.ctxCall(t, "hist", "preview", body).Warnings) > 0 }) {
+		t.Fatal("no stale warning 10s after the noted time")
 	}
 	old := c.ctxCall(t, "hist", "compile", body)
 	if old.AsOf != noted {

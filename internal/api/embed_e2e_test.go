@@ -13,6 +13,7 @@ import (
 	"github.com/kura-memory/kura/internal/embed/embedtest"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // startEmbedKurad runs a real kurad whose embedder is the stand-in srv,
@@ -82,7 +83,7 @@ func reasonOf(ans kura.SearchAnswer, ref, code string) (kura.SearchReason, bool)
 // at least n vectors.
 func (c *apiClient) waitEmbedded(t *testing.T, n int64) {
 	t.Helper()
-	waitFor(t, "vectors for every node", func() bool {
+	testwait.For(t, 10*time.Second, "vectors for every node", func() bool {
 		i := c.embedderInfo()
 		return i != nil && i.State == "ok" && i.Pending == 0 && i.Embedded >= n
 	})
@@ -137,8 +138,8 @@ func TestEmbed_E2E_HybridSearch(t *testing.T) {
 	}
 	// A new version with new words is embedded again and found by them.
 	c.mustPost(acmeMem+"/nodes", `{"kind":"fact","id":"dog","summary":"the physician visits on tuesdays"}`, 200)
-	waitFor(t, "the new text embedded", func() bool { return srv.Count("Dog walking\nthe physician visits on tuesdays") == 1 })
-	waitFor(t, "the node found by its new meaning", func() bool {
+	testwait.For(t, 10*time.Second, "the new text embedded", func() bool { return srv.Count("Dog walking\nthe physician visits on tuesdays") == 1 })
+	testwait.For(t, 10*time.Second, "the node found by its new meaning", func() bool {
 		ans := c.search("acme", "q=doctor&mode=semantic&limit=1")
 		return slices.Equal(refsOf(ans), []string{"fact:dog"})
 	})
@@ -157,7 +158,7 @@ func TestEmbed_E2E_EmbedderDown(t *testing.T) {
 	c, _ := startEmbedKurad(t, srv, "m1", "")
 	// Writes never wait for, nor fail on, the embedder.
 	c.mustPost(acmeMem+"/nodes/batch", meaningNodes, 201)
-	waitFor(t, "the embedder seen failing", func() bool {
+	testwait.For(t, 10*time.Second, "the embedder seen failing", func() bool {
 		i := c.embedderInfo()
 		return i.State == "failing" && strings.Contains(i.LastError, "503") && i.Pending == 4
 	})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
@@ -284,6 +285,9 @@ func TestEvents_LongPoll(t *testing.T) {
 		var p eventPage
 		done <- answer{p, json.NewDecoder(resp.Body).Decode(&p)}
 	}()
+	// The poll must be waiting when the records commit, so that it is their
+	// commit that wakes it; kurad shows no sign of a poll waiting, so give
+	// it time to get there.
 	time.Sleep(100 * time.Millisecond)
 	ids := c.writeBatches(2, "b")
 	select {
@@ -314,13 +318,20 @@ func TestEvents_StreamResumesFromLastEventID(t *testing.T) {
 	if got[0].Seq != 3 || got[1].Seq != 4 {
 		t.Fatalf("resumed at %+v", got)
 	}
-	// Live: events written while the stream is open arrive on it.
+	// Live: events written while the stream is open arrive on it. The
+	// stream's first byte comes after kurad has started serving it.
 	var wg sync.WaitGroup
+	open := make(chan struct{})
 	wg.Go(func() {
-		time.Sleep(100 * time.Millisecond)
-		c.writeBatches(3, "b")
+		select {
+		case <-open:
+			c.writeBatches(3, "b")
+		case <-ctx.Done():
+		}
 	})
-	got = readStream(t, ctx, c.base+"/v1/events/stream?after=4&type=record.written", "", 3)
+	var once sync.Once
+	traced := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { once.Do(func() { close(open) }) }})
+	got = readStream(t, traced, c.base+"/v1/events/stream?after=4&type=record.written", "", 3)
 	wg.Wait()
 	if got[0].Seq != 5 || got[2].Seq != 7 {
 		t.Fatalf("live events %+v", got)
@@ -333,16 +344,34 @@ func TestEvents_ShutdownEndsWaitingClients(t *testing.T) {
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	base := d.BaseURL()
 	var wg sync.WaitGroup
+	// Each client signals once kurad has its request: the stream answers
+	// with its first byte at once; the long poll answers nothing until the
+	// end, so its request written on the connection is the sign (a server
+	// shutting down waits for a new connection's request).
+	sent := make(chan struct{}, 2)
 	for _, path := range []string{"/v1/events?wait=60s", "/v1/events/stream"} {
 		wg.Go(func() {
-			resp, err := http.Get(base + path)
+			var once sync.Once
+			signal := func() { once.Do(func() { sent <- struct{}{} }) }
+			trace := &httptrace.ClientTrace{GotFirstResponseByte: signal}
+			if strings.Contains(path, "wait=") {
+				trace = &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { signal() }}
+			}
+			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", base+path, nil)
+			resp, err := http.DefaultClient.Do(req)
 			if err == nil {
 				bufio.NewReader(resp.Body).WriteTo(discard{})
 				resp.Body.Close()
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	for range 2 {
+		select {
+		case <-sent:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiting clients never reached kurad")
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()

@@ -15,6 +15,7 @@ import (
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 	_ "modernc.org/sqlite"
 )
 
@@ -287,14 +288,10 @@ func TestTurn_DeadlineClosesAsTimeout(t *testing.T) {
 	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"slow"}`, 201))
 	tr := decode[kura.Turn](t, c.mustPost("/v1/sessions/"+s.ID+"/turns", `{"instruction":{"content":"hurry","author_id":"user:oles"},"deadline_seconds":1}`, 201))
 	var got kura.Turn
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Until(15*time.Second, func() bool {
 		got = decode[kura.Turn](t, c.mustGet("/v1/turns/"+tr.ID))
-		if got.State != kura.TurnOpen {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return got.State != kura.TurnOpen
+	})
 	if got.State != kura.TurnTimeout || got.OutputLedgerID == nil || len(got.OutputRecordIDs) != 1 {
 		t.Fatalf("turn after its deadline: %+v, want timeout with one deliverable", got)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 	"golang.org/x/crypto/bcrypt"
@@ -214,12 +215,8 @@ func TestBus_AuthBeyondLoopback(t *testing.T) {
 	}
 	// ops sees everything, so once it holds both events the others have had
 	// their chance too.
-	deadline := time.Now().Add(20 * time.Second)
-	for len(oc.got("oclaw.v1.>")) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("ops received %v, want both projects' events: kurad's publisher does not get through", oc.got("oclaw.v1.>"))
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testwait.Until(20*time.Second, func() bool { return len(oc.got("oclaw.v1.>")) >= 2 }) {
+		t.Fatalf("ops received %v, want both projects' events: kurad's publisher does not get through", oc.got("oclaw.v1.>"))
 	}
 	for _, c := range []*nats.Conn{alice, nkc, ops} {
 		c.Flush()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/bus"
+	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/nats-io/nats.go"
 )
 
@@ -29,22 +30,6 @@ func MustOpenBus(tb testing.TB) *bus.Bus {
 		}
 	})
 	return b
-}
-
-// waitFor polls cond every few milliseconds until it holds or the deadline
-// passes.
-func waitFor(tb testing.TB, what string, within time.Duration, cond func() bool) {
-	tb.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(within)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			tb.Fatalf("got no %s within %s", what, within)
-		}
-	}
 }
 
 func TestBus_PublishSubscribe(t *testing.T) {
@@ -77,7 +62,7 @@ func TestBus_PublishSubscribe(t *testing.T) {
 	if err := nc.FlushTimeout(5 * time.Second); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
-	waitFor(t, "client", 5*time.Second, func() bool { return b.NumClients() >= 1 })
+	testwait.For(t, 5*time.Second, "client", func() bool { return b.NumClients() >= 1 })
 
 	payload := []byte(`{"seq":1,"type":"record.written","project":"test","at":"2025-01-02T03:04:05.000000000Z"}`)
 	if err := nc.Publish(subject, payload); err != nil {
@@ -125,7 +110,7 @@ func TestBus_Close(t *testing.T) {
 	if a := b.Addr(); a != "" {
 		t.Errorf("got Addr %q after Close, want empty", a)
 	}
-	waitFor(t, "client disconnect", 5*time.Second, func() bool { return !nc.IsConnected() })
+	testwait.For(t, 5*time.Second, "client disconnect", func() bool { return !nc.IsConnected() })
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		c.Close()
 		t.Errorf("got a connection to %s after Close, want refused", addr)

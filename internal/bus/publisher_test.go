@@ -15,6 +15,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
+	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/nats-io/nats.go"
 )
 
@@ -115,19 +116,26 @@ func subscribe(tb testing.TB, b *Bus, subject string) *subscriber {
 // wait returns the messages once there are n, failing after a bound.
 func (s *subscriber) wait(tb testing.TB, n int) []*nats.Msg {
 	tb.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var got []*nats.Msg
+	testwait.For(tb, testwait.Default, fmt.Sprintf("%d messages", n), func() bool {
 		s.mu.Lock()
-		got := append([]*nats.Msg(nil), s.msgs...)
+		got = append([]*nats.Msg(nil), s.msgs...)
 		s.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("received %d messages, want %d", len(got), n)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(got) >= n
+	})
+	return got
+}
+
+// sentinel writes one more record and returns every message once its event
+// (seq n+1) is among them. The publisher sends in seq order over one
+// connection, so a stray message (a duplicate, a rolled-back write) sent
+// before it has arrived by then, ahead of it, and shows in the run.
+func (s *subscriber) sentinel(tb testing.TB, db *store.DB, n int) []*nats.Msg {
+	tb.Helper()
+	if _, err := db.CreateRecords(context.Background(), records(1, 1_000_000)); err != nil {
+		tb.Fatal(err)
 	}
+	return s.wait(tb, n+1)
 }
 
 // seqs decodes the payloads and returns their seqs in arrival order.
@@ -262,10 +270,10 @@ func TestPublisher_NothingForRolledBackWrites(t *testing.T) {
 	if n != 20 {
 		t.Fatalf("last seq %d, want 20 committed events", n)
 	}
-	msgs := sub.wait(t, 20)
-	wantRun(t, seqs(t, msgs), 1, 20)
-	time.Sleep(50 * time.Millisecond) // room for a stray extra message
-	for _, m := range sub.wait(t, 20) {
+	wantRun(t, seqs(t, sub.wait(t, 20)), 1, 20)
+	msgs := sub.sentinel(t, d.db, 20)
+	wantRun(t, seqs(t, msgs), 1, 21)
+	for _, m := range msgs {
 		if m.Subject != "oclaw.v1.default.evt.record.written" {
 			t.Errorf("published %s: %s", m.Subject, m.Data)
 		}
@@ -307,10 +315,7 @@ func TestPublisher_ResumesFromSavedCursor(t *testing.T) {
 	d2, _ := startDoorbell(t, path, key, PublisherConfig{}, nil)
 	// Wait for the backlog through the published cursor before the
 	// subscriber joins, then write one more to see the live path too.
-	deadline := time.Now().Add(10 * time.Second)
-	for d2.pub.PublishedSeq() < total && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(10*time.Second, func() bool { return d2.pub.PublishedSeq() >= total })
 	if d2.pub.PublishedSeq() != total {
 		t.Fatalf("after restart published up to %d, want %d", d2.pub.PublishedSeq(), total)
 	}
@@ -385,10 +390,7 @@ func TestPublisher_RecoversFromPublishFailures(t *testing.T) {
 	}
 	failing.Store(false)
 	wantRun(t, seqs(t, sub.wait(t, 30)), 1, 30)
-	deadline := time.Now().Add(5 * time.Second)
-	for d.pub.Health() != "" && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(5*time.Second, func() bool { return d.pub.Health() == "" })
 	if h := d.pub.Health(); h != "" {
 		t.Errorf("health after recovery: %q", h)
 	}
@@ -411,10 +413,8 @@ func TestPublisher_OverflowReadsBackFromSQLite(t *testing.T) {
 	}
 	wg.Wait()
 	wantRun(t, seqs(t, sub.wait(t, 150)), 1, 150)
-	time.Sleep(50 * time.Millisecond)
-	if got := len(sub.wait(t, 150)); got != 150 {
-		t.Errorf("%d messages, want 150 (duplicates)", got)
-	}
+	// Duplicates sent before the sentinel show in its run.
+	wantRun(t, seqs(t, sub.sentinel(t, d.db, 150)), 1, 151)
 }
 
 // Dispatch commands go to one worker of a queue group each.
@@ -423,13 +423,16 @@ func TestPublisher_DispatchToQueueGroup(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]int{}
 	perWorker := [2]int{}
+	var conns [2]*nats.Conn
+	var subs [2]*nats.Subscription
 	for w := range 2 {
 		nc, err := nats.Connect("nats://" + d.bus.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		if _, err := nc.QueueSubscribe("oclaw.v1.*.cmd.summariser.dispatch", "summarisers", func(m *nats.Msg) {
+		conns[w] = nc
+		if subs[w], err = nc.QueueSubscribe("oclaw.v1.*.cmd.summariser.dispatch", "summarisers", func(m *nats.Msg) {
 			var p map[string]any
 			json.Unmarshal(m.Data, &p)
 			mu.Lock()
@@ -442,9 +445,9 @@ func TestPublisher_DispatchToQueueGroup(t *testing.T) {
 		nc.Flush()
 	}
 	ctx := context.Background()
-	const turns = 20
 	want := map[string]bool{}
-	for i := range turns {
+	open := func(i int) {
+		t.Helper()
 		s, err := d.db.CreateSession(ctx, &kura.SessionInput{Project: "hashi", Name: fmt.Sprintf("s%d", i)})
 		if err != nil {
 			t.Fatal(err)
@@ -456,17 +459,35 @@ func TestPublisher_DispatchToQueueGroup(t *testing.T) {
 		}
 		want[turn.ID] = true
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n == turns || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	dispatched := func(n int) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= n }
 	}
-	time.Sleep(50 * time.Millisecond)
+	const turns = 20
+	for i := range turns {
+		open(i)
+	}
+	testwait.Until(10*time.Second, dispatched(turns))
+	// A sentinel turn: the publisher sends in order, so once its command
+	// is in, a duplicate sent before it has reached the server too; a
+	// flush on each worker's connection then brings it into that worker's
+	// queue, and the workers are waited on to have handled all they got.
+	open(turns)
+	testwait.Until(10*time.Second, dispatched(turns+1))
+	for w := range 2 {
+		if err := conns[w].Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.For(t, 10*time.Second, "the workers to handle every command delivered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for w := range 2 {
+			if n, _, _ := subs[w].Pending(); n != 0 || uint64(perWorker[w]) != mustDelivered(t, subs[w]) {
+				return false
+			}
+		}
+		return true
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	for id := range want {
@@ -474,10 +495,18 @@ func TestPublisher_DispatchToQueueGroup(t *testing.T) {
 			t.Errorf("turn %s dispatched %d times", id, got[id])
 		}
 	}
-	if len(got) != turns {
-		t.Errorf("%d turns dispatched, want %d", len(got), turns)
+	if len(got) != turns+1 {
+		t.Errorf("%d turns dispatched, want %d", len(got), turns+1)
 	}
 	if perWorker[0] == 0 || perWorker[1] == 0 {
 		t.Logf("queue group split %v (NATS picks at random; both usually get some)", perWorker)
 	}
+}
+
+func mustDelivered(tb testing.TB, s *nats.Subscription) uint64 {
+	n, err := s.Delivered()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return uint64(n)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kura-memory/kura/internal/dirlock"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // ackLog collects writes in the order their callers heard they were
@@ -113,18 +114,6 @@ func writeLoad(t *testing.T, db *store.DB, acks *ackLog, stop <-chan struct{}) *
 	return &wg
 }
 
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestStore_BackupDuringWrites(t *testing.T) {
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := mustOpenAt(t, filepath.Join(t.TempDir(), "kura.db"), key)
@@ -132,7 +121,7 @@ func TestStore_BackupDuringWrites(t *testing.T) {
 	acks := &ackLog{}
 	stop := make(chan struct{})
 	wg := writeLoad(t, db, acks, stop)
-	waitFor(t, "writes before the backup", func() bool {
+	testwait.For(t, testwait.Default, "writes before the backup", func() bool {
 		r, _, tu := acks.snapshot()
 		return len(r) >= 60 && len(tu) >= 4
 	})
@@ -146,7 +135,7 @@ func TestStore_BackupDuringWrites(t *testing.T) {
 	}
 	// Let writes carry on past the snapshot: they must not be in it.
 	after, _, _ := acks.snapshot()
-	waitFor(t, "writes after the backup", func() bool { r, _, _ := acks.snapshot(); return len(r) > len(after)+20 })
+	testwait.For(t, testwait.Default, "writes after the backup", func() bool { r, _, _ := acks.snapshot(); return len(r) > len(after)+20 })
 	close(stop)
 	wg.Wait()
 

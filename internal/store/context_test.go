@@ -2,15 +2,12 @@ package store_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,24 +17,9 @@ import (
 	"github.com/kura-memory/kura/internal/store"
 )
 
-// clock is a settable time source for as_of tests.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
-
 func openWithClock(tb testing.TB, c *clock) *store.DB {
 	tb.Helper()
-	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	db := store.New(store.Config{Path: filepath.Join(tb.TempDir(), "kura.db"), Signer: key, Now: c.now})
-	if err := db.Open(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close(context.Background()) })
-	return db
+	return openAt(tb, filepath.Join(tb.TempDir(), "kura.db"), nil, c)
 }
 
 type bundle struct {
@@ -133,7 +115,7 @@ func TestContext_PreviewWritesNothingCompileWritesOneBundle(t *testing.T) {
 // as_of yesterday sees yesterday's nodes and relations, not today's
 // transitions, and says how stale that is.
 func TestContext_AsOfYesterday(t *testing.T) {
-	c := &clock{t: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)}
+	c := &clock{pinned: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)}
 	db := openWithClock(t, c)
 	ctx := context.Background()
 	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f1", Summary: ptr("old truth"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
@@ -259,7 +241,7 @@ func TestContext_TurnOpenWithMemory(t *testing.T) {
 // that cannot use a kept read.
 func TestContext_KeptScopeReadFollowsEveryChange(t *testing.T) {
 	// A still clock: as_of (now) is in every answer.
-	db := openWithClock(t, &clock{t: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)})
+	db := openWithClock(t, &clock{pinned: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)})
 	ctx := context.Background()
 	req := func() *admission.Request { return &admission.Request{Query: "deploy"} }
 	preview := func() string {

@@ -17,6 +17,7 @@ import (
 	"github.com/kura-memory/kura/internal/embed/embedtest"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 const testDims = 64
@@ -107,7 +108,7 @@ func (s *embedStore) vector(t *testing.T, scope, ref string) (storedVector, bool
 func (s *embedStore) waitVector(t *testing.T, scope, ref, model string, version int) storedVector {
 	t.Helper()
 	var got storedVector
-	waitFor(t, ref+" embedded with "+model, func() bool {
+	testwait.For(t, testwait.Default, ref+" embedded with "+model, func() bool {
 		v, ok := s.vector(t, scope, ref)
 		got = v
 		return ok && v.model == model && v.version == version
@@ -173,12 +174,12 @@ func TestEmbed_WriteSucceedsWithEmbedderDown(t *testing.T) {
 	srv := embedtest.Start(t, testDims)
 	srv.SetDown(true)
 	db := openEmbedStore(t, srv, "", "m1", nil)
-	waitFor(t, "the worker to find the embedder failing", func() bool {
+	testwait.For(t, testwait.Default, "the worker to find the embedder failing", func() bool {
 		i := db.EmbedderInfo()
 		return i.State == "failing" && i.LastError != ""
 	})
 	putNode(t, db.DB, "acme", "fact", "down", "Billing", "invoices go out on the first")
-	waitFor(t, "the node counted as pending", func() bool { return db.EmbedderInfo().Pending >= 1 })
+	testwait.For(t, testwait.Default, "the node counted as pending", func() bool { return db.EmbedderInfo().Pending >= 1 })
 	if _, ok := db.vector(t, "acme", "fact:down"); ok {
 		t.Fatal("a vector was stored while the embedder was down")
 	}
@@ -187,7 +188,7 @@ func TestEmbed_WriteSucceedsWithEmbedderDown(t *testing.T) {
 	}
 	srv.SetDown(false)
 	db.waitVector(t, "acme", "fact:down", "m1", 1)
-	waitFor(t, "state ok and nothing pending", func() bool {
+	testwait.For(t, testwait.Default, "state ok and nothing pending", func() bool {
 		i := db.EmbedderInfo()
 		return i.State == "ok" && i.Pending == 0
 	})
@@ -200,12 +201,12 @@ func TestEmbed_FailingUntilTheEmbedderAnswers(t *testing.T) {
 	srv := embedtest.Start(t, testDims)
 	srv.SetDown(true)
 	db := openEmbedStore(t, srv, "", "m1", nil)
-	waitFor(t, "three failed attempts", func() bool {
+	testwait.For(t, testwait.Default, "three failed attempts", func() bool {
 		i := db.EmbedderInfo()
 		return i.Errors >= 3 && i.State == "failing"
 	})
 	srv.SetDown(false)
-	waitFor(t, "state ok", func() bool { return db.EmbedderInfo().State == "ok" })
+	testwait.For(t, testwait.Default, "state ok", func() bool { return db.EmbedderInfo().State == "ok" })
 }
 
 // TestEmbed_RefusedTextDoesNotHoldOthersBack: an embedder that refuses
@@ -227,7 +228,7 @@ func TestEmbed_RefusedTextDoesNotHoldOthersBack(t *testing.T) {
 	for _, id := range []string{"alpha", "beta", "gamma", "delta", "epsilon"} {
 		db.waitVector(t, "acme", "fact:"+id, "m1", 1)
 	}
-	waitFor(t, "the refusal counted", func() bool {
+	testwait.For(t, testwait.Default, "the refusal counted", func() bool {
 		i := db.EmbedderInfo()
 		return i.Refused == 1 && i.Pending == 1 && i.State == "ok"
 	})
@@ -249,7 +250,7 @@ func TestEmbed_RefusedTextDoesNotHoldOthersBack(t *testing.T) {
 	}
 	putNode(t, db.DB, "acme", "fact", "poison", "", "antidote taken")
 	db.waitVector(t, "acme", "fact:poison", "m1", 2)
-	waitFor(t, "nothing pending", func() bool { return db.EmbedderInfo().Pending == 0 })
+	testwait.For(t, testwait.Default, "nothing pending", func() bool { return db.EmbedderInfo().Pending == 0 })
 }
 
 func TestEmbed_ModelChangeReembeds(t *testing.T) {

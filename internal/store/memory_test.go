@@ -36,18 +36,18 @@ func wantCode(tb testing.TB, err error, code string) {
 }
 
 func TestMemory_VersionsAsOfAndConfidenceHistory(t *testing.T) {
-	db := MustOpenStore(t)
+	db, clk := mustOpenClocked(t)
 	ctx := context.Background()
 	n1, created, err := db.PutNode(ctx, "hashi", &kura.NodeInput{Kind: "belief", ID: "rest", Title: ptr("REST"), Summary: ptr("use REST"), Confidence: ptr(0.6)})
 	if err != nil || !created || n1.Version != 1 || n1.Lifecycle != "candidate" || n1.Authority != "unknown" || n1.SourceType != "direct_experience" {
 		t.Fatalf("create: %+v %v %v", n1, created, err)
 	}
-	time.Sleep(2 * time.Millisecond)
+	clk.advance(2 * time.Millisecond) // each version its own updated_at
 	n2, created, err := db.PutNode(ctx, "hashi", &kura.NodeInput{Kind: "belief", ID: "rest", Confidence: ptr(0.8), Reason: "two more episodes"})
 	if err != nil || created || n2.Version != 2 || n2.Summary != "use REST" || n2.Title != "REST" || n2.CreatedAt != n1.CreatedAt {
 		t.Fatalf("update keeps omitted fields: %+v %v %v", n2, created, err)
 	}
-	time.Sleep(2 * time.Millisecond)
+	clk.advance(2 * time.Millisecond) // each version its own updated_at
 	n3 := mustNode(t, db, "hashi", kura.NodeInput{Kind: "belief", ID: "rest", Summary: ptr("use REST, mostly")})
 
 	for _, tc := range []struct {

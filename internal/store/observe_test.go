@@ -12,6 +12,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // quietStore is a store whose background sweeper stays out of the way, so
@@ -89,9 +90,7 @@ func TestStore_OnBatch(t *testing.T) {
 			})
 		}
 		// Poll until every write has queued behind the gate job.
-		for deadline := time.Now().Add(10 * time.Second); db.QueueDepth() < n && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		testwait.For(t, 10*time.Second, "every write queued behind the gate job", func() bool { return db.QueueDepth() >= n })
 		close(release)
 		wg.Wait()
 		if err := <-gate; err != nil {

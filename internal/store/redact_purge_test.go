@@ -17,6 +17,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // stallingWriter is a slow client: its first Write blocks until release is
@@ -176,13 +177,9 @@ func TestStore_RedactPurgePendingThenDone(t *testing.T) {
 		t.Fatal("the marker left the files while a reader held the old snapshot; the test would prove nothing")
 	}
 	tx.Rollback()
-	deadline := time.Now().Add(15 * time.Second)
-	for db.PurgePending() || len(fileHolds(t, path, marker)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("15 s after the reader let go: pending %v, marker in %v", db.PurgePending(), fileHolds(t, path, marker))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 15*time.Second, "the purge to finish once the reader let go", func() bool {
+		return !db.PurgePending() && len(fileHolds(t, path, marker)) == 0
+	})
 }
 
 // TestStore_RedactionAbandonsRunningBackups: a backup's snapshot taken

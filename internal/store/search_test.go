@@ -485,7 +485,7 @@ func TestSearch_MigrationIndexesExistingNodes(t *testing.T) {
 // buckets do not change; a compile as of now over an unchanged scope ranks
 // as the current one does.
 func TestSearch_CompileOrdersByRanking(t *testing.T) {
-	c := &clock{t: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)}
+	c := &clock{pinned: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)}
 	db := openWithClock(t, c)
 	ctx := context.Background()
 	active, trusted := ptr("active"), ptr("trusted")

@@ -16,21 +16,59 @@ import (
 
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
+	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/kura-memory/kura/kurahash"
 )
 
-// MustOpenStore opens a store on a fresh file in t.TempDir.
+// clock is the store's time source in tests (Config.Now). Unpinned it runs
+// with the wall clock plus an offset that advance moves forward, so a test
+// makes time pass without sleeping and everything else behaves as in
+// production; set pins it at an instant, for as_of tests.
+type clock struct {
+	mu     sync.Mutex
+	pinned time.Time
+	off    time.Duration
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.pinned.IsZero() {
+		return c.pinned.Add(c.off)
+	}
+	return time.Now().Add(c.off)
+}
+
+func (c *clock) set(t time.Time) { c.mu.Lock(); c.pinned, c.off = t, 0; c.mu.Unlock() }
+
+func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.off += d; c.mu.Unlock() }
+
+// MustOpenStore opens a store on a fresh file in t.TempDir, on a fake clock
+// that runs with the wall clock (mustOpenClocked hands it out).
 func MustOpenStore(tb testing.TB) *store.DB {
 	tb.Helper()
-	return mustOpenAt(tb, filepath.Join(tb.TempDir(), "kura.db"), nil)
+	db, _ := mustOpenClocked(tb)
+	return db
+}
+
+// mustOpenClocked is MustOpenStore with the clock, for tests that move time.
+func mustOpenClocked(tb testing.TB) (*store.DB, *clock) {
+	tb.Helper()
+	c := &clock{}
+	return openAt(tb, filepath.Join(tb.TempDir(), "kura.db"), nil, c), c
 }
 
 func mustOpenAt(tb testing.TB, path string, key ed25519.PrivateKey) *store.DB {
 	tb.Helper()
+	return openAt(tb, path, key, &clock{})
+}
+
+func openAt(tb testing.TB, path string, key ed25519.PrivateKey, c *clock) *store.DB {
+	tb.Helper()
 	if key == nil {
 		_, key, _ = ed25519.GenerateKey(rand.Reader)
 	}
-	db := store.New(store.Config{Path: path, Signer: key})
+	db := store.New(store.Config{Path: path, Signer: key, Now: c.now})
 	if err := db.Open(context.Background()); err != nil {
 		tb.Fatalf("open store: %v", err)
 	}
@@ -538,10 +576,7 @@ func TestStore_FailedJobInSharedBatch(t *testing.T) {
 			})
 		}(i)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for db.QueueDepth() < n && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "every job queued behind the gate", func() bool { return db.QueueDepth() >= n })
 	close(release)
 	wg.Wait()
 	if err := <-gateDone; err != nil {
