@@ -19,6 +19,7 @@ import (
 // this server stands in for nothing else (the API itself is tested against
 // the real daemon in e2e_test.go).
 func TestClient_ErrorDecoding(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		status      int
@@ -72,6 +73,7 @@ func TestClient_ErrorDecoding(t *testing.T) {
 // TestClient_TransportError checks that a daemon that is not there gives a
 // wrapped transport error naming the operation, not a fake server error.
 func TestClient_TransportError(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +96,7 @@ func TestClient_TransportError(t *testing.T) {
 // TestClient_MissingID checks that an empty id fails before any request:
 // it would otherwise address the collection route.
 func TestClient_MissingID(t *testing.T) {
+	t.Parallel()
 	c := client.New("http://127.0.0.1:1") // nothing must be dialed
 	ctx := context.Background()
 	checks := map[string]error{}
@@ -131,6 +134,7 @@ func TestClient_MissingID(t *testing.T) {
 // header on writes only. A stand-in server records the requests; the real
 // daemon would accept several shapes and hide the difference.
 func TestClient_Requests(t *testing.T) {
+	t.Parallel()
 	type seen struct{ method, uri, key, body string }
 	var got []seen
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

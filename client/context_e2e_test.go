@@ -55,6 +55,7 @@ func bucketRefs(items []client.BundleItem) []string {
 }
 
 func TestE2E_Context(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	c, ctx := client.New(base), t.Context()
 	ctxScope(t, base, "acme")

@@ -42,6 +42,7 @@ func wantCode(t *testing.T, err error, code string) *client.Error {
 }
 
 func TestE2E_Operations(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	if err := c.Health(ctx); err != nil {
 		t.Errorf("health: %v", err)
@@ -59,6 +60,7 @@ func TestE2E_Operations(t *testing.T) {
 }
 
 func TestE2E_Records(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	in := client.RecordInput{
 		Type:     "agent.thought",
@@ -219,6 +221,7 @@ func TestE2E_Records(t *testing.T) {
 }
 
 func TestE2E_Ledgers(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	a := mustPut(t, c, ctx, "task.instruction", "user:oles", `"Summarise the morning session"`)
 	b := mustPut(t, c, ctx, "agent.thought", "agent:bmo", `{"text":"REST feels clean"}`)
@@ -366,6 +369,7 @@ func TestE2E_Ledgers(t *testing.T) {
 }
 
 func TestE2E_RawResponse(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	var raw json.RawMessage
 	r, err := c.PutRecord(client.WithRawResponse(ctx, &raw), client.RecordInput{Type: "sys.context", AuthorID: "sys:test", Content: json.RawMessage(`"x"`)})

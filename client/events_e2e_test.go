@@ -74,6 +74,7 @@ func seqs(es []client.Event) []int64 {
 }
 
 func TestE2E_EventsPaging(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	rs := putN(t, c, ctx, "", 25)
 
@@ -127,6 +128,7 @@ func TestE2E_EventsPaging(t *testing.T) {
 }
 
 func TestE2E_EventsFilter(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	putN(t, c, ctx, "alpha", 4)
 	putN(t, c, ctx, "beta", 3)
@@ -189,6 +191,7 @@ func TestE2E_EventsFilter(t *testing.T) {
 }
 
 func TestE2E_EventsLongPoll(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	c, ctx := client.New(url), t.Context()
 	putN(t, c, ctx, "", 1)
@@ -306,6 +309,7 @@ func receive(t *testing.T, events <-chan client.Event, n int) []client.Event {
 }
 
 func TestE2E_StreamEvents(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	c, ctx := client.New(url), t.Context()
 	before := putN(t, c, ctx, "", 3)
@@ -369,6 +373,7 @@ func TestE2E_StreamEvents(t *testing.T) {
 }
 
 func TestE2E_StreamEventsServerShutdown(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	c := client.New(d.BaseURL())
 	putN(t, c, t.Context(), "", 1)
@@ -393,6 +398,7 @@ func TestE2E_StreamEventsServerShutdown(t *testing.T) {
 // NATS is the feed's pointer, byte for byte, and /v1/info reports the
 // outbox caught up.
 func TestE2E_EventsNATS(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	info, err := c.Info(ctx)
 	if err != nil {

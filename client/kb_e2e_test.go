@@ -23,6 +23,7 @@ func kbIdents(p *client.KBPage) []string {
 }
 
 func TestE2E_KB(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	for _, in := range kbtest.Entries {
 		e, created, err := c.PutKBEntry(ctx, "knowledge", in)
@@ -194,6 +195,7 @@ func TestE2E_KB(t *testing.T) {
 }
 
 func TestE2E_KBIdempotentRetry(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	kctx := client.WithIdempotencyKey(ctx, "kb-put-1")
 	in := client.KBEntryInput{Identifier: "retried", Value: "v"}
@@ -218,6 +220,7 @@ func TestE2E_KBIdempotentRetry(t *testing.T) {
 
 // TestClient_KBRequests checks what goes on the wire.
 func TestClient_KBRequests(t *testing.T) {
+	t.Parallel()
 	type seen struct{ method, uri, key, body string }
 	var got seen
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -293,6 +296,7 @@ func TestClient_KBRequests(t *testing.T) {
 // TestClient_KBMissingArgs checks that an empty name or identifier fails
 // before any request.
 func TestClient_KBMissingArgs(t *testing.T) {
+	t.Parallel()
 	c := client.New("http://127.0.0.1:1") // nothing must be dialed
 	ctx := context.Background()
 	checks := map[string]error{}

@@ -14,6 +14,7 @@ import (
 )
 
 func TestE2E_Memory(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	rec := mustPut(t, c, ctx, "agent.thought", "agent:bmo", `{"saw":"timeouts"}`)
 
@@ -262,6 +263,7 @@ func TestE2E_Memory(t *testing.T) {
 }
 
 func TestE2E_MemoryIdempotentRetry(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	in := client.NodeInput{Kind: "note", Summary: new("no id: the server picks one")}
 	kctx := client.WithIdempotencyKey(ctx, "note-1")
@@ -303,6 +305,7 @@ func TestE2E_MemoryIdempotentRetry(t *testing.T) {
 // as they are, omitted fields absent rather than null, an empty target file
 // list sent (it clears the list) and queries built from the options.
 func TestClient_MemoryRequests(t *testing.T) {
+	t.Parallel()
 	type seen struct{ method, uri, key, body string }
 	var got seen
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -388,6 +391,7 @@ func TestClient_MemoryRequests(t *testing.T) {
 // TestClient_MemoryMissingArgs checks that an empty scope or ref fails
 // before any request: it would address another route.
 func TestClient_MemoryMissingArgs(t *testing.T) {
+	t.Parallel()
 	c := client.New("http://127.0.0.1:1") // nothing must be dialed
 	ctx := context.Background()
 	checks := map[string]error{}

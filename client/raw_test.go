@@ -14,6 +14,7 @@ import (
 // query resolved against the base URL (a path prefix behind a proxy
 // included, escapes kept), the token added, the answer passed on as is.
 func TestClient_Do(t *testing.T) {
+	t.Parallel()
 	type seen struct{ rawPath, query, auth string }
 	got := make(chan seen, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestE2E_Sessions(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	s, err := c.CreateSession(ctx, client.SessionInput{Project: "hashi", Name: "morning"})
 	if err != nil {
@@ -221,6 +222,7 @@ func TestE2E_Sessions(t *testing.T) {
 }
 
 func TestE2E_IdempotencyKey(t *testing.T) {
+	t.Parallel()
 	c, ctx := newClient(t)
 	s, err := c.CreateSession(client.WithIdempotencyKey(ctx, "create-1"), client.SessionInput{Project: "p", Name: "n"})
 	if err != nil {
@@ -257,6 +259,7 @@ func TestE2E_IdempotencyKey(t *testing.T) {
 }
 
 func TestE2E_Import(t *testing.T) {
+	t.Parallel()
 	src, ctx := newClient(t)
 	dst := client.New(kuradtest.Start(t))
 	a := mustPut(t, src, ctx, "task.instruction", "user:oles", `"x < y & z"`)

@@ -132,6 +132,7 @@ func mismatchFields(t *testing.T, err error) []string {
 }
 
 func TestVerifyRecord(t *testing.T) {
+	t.Parallel()
 	t.Run("Vectors", func(t *testing.T) {
 		for i, r := range vectorRecords(t) {
 			if err := client.VerifyRecord(&r); err != nil {
@@ -187,6 +188,7 @@ func TestVerifyRecord(t *testing.T) {
 }
 
 func TestVerifyLedgerHashes(t *testing.T) {
+	t.Parallel()
 	t.Run("Vectors", func(t *testing.T) {
 		ls, recs, parents := vectorLedgers(t)
 		for i := range ls {
@@ -280,6 +282,7 @@ func TestVerifyLedgerHashes(t *testing.T) {
 }
 
 func TestVerifyLedgerSignature(t *testing.T) {
+	t.Parallel()
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -310,6 +313,7 @@ func TestVerifyLedgerSignature(t *testing.T) {
 }
 
 func TestVerifyHeadSignature(t *testing.T) {
+	t.Parallel()
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -351,6 +355,7 @@ func TestVerifyHeadSignature(t *testing.T) {
 }
 
 func TestVerifyProof(t *testing.T) {
+	t.Parallel()
 	for _, m := range loadVectors(t).Merkle {
 		for _, vp := range m.Proofs {
 			p := &client.Proof{LeafIndex: vp.LeafIndex, TreeSize: len(m.Leaves), RootHash: m.Root, AuditPath: vp.AuditPath}

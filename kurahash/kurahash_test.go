@@ -70,6 +70,7 @@ func mustHash(t *testing.T, s string) [32]byte {
 }
 
 func TestCanonical_Vectors(t *testing.T) {
+	t.Parallel()
 	for i, c := range loadVectors(t).JCS {
 		got, err := kurahash.Canonical([]byte(c.Input))
 		if err != nil {
@@ -82,6 +83,7 @@ func TestCanonical_Vectors(t *testing.T) {
 }
 
 func TestRecord_Vectors(t *testing.T) {
+	t.Parallel()
 	for i, r := range loadVectors(t).Records {
 		ch, canon, err := kurahash.ContentHash(r.Content)
 		if err != nil {
@@ -104,6 +106,7 @@ func TestRecord_Vectors(t *testing.T) {
 }
 
 func TestMerkle_Vectors(t *testing.T) {
+	t.Parallel()
 	for i, m := range loadVectors(t).Merkle {
 		leaves := make([][32]byte, len(m.Leaves))
 		for j, l := range m.Leaves {
@@ -144,6 +147,7 @@ func TestMerkle_Vectors(t *testing.T) {
 }
 
 func TestMerkle_LargeTreesProveEveryLeaf(t *testing.T) {
+	t.Parallel()
 	for n := 1; n <= 33; n++ {
 		leaves := make([][32]byte, n)
 		for i := range leaves {
@@ -166,6 +170,7 @@ func TestMerkle_LargeTreesProveEveryLeaf(t *testing.T) {
 }
 
 func TestLedger_Vectors(t *testing.T) {
+	t.Parallel()
 	for i, l := range loadVectors(t).Ledgers {
 		if got := kurahash.LedgerHash(l.RootHash, l.ParentHashes, l.Label, l.CreatedAt); got != l.Hash {
 			t.Errorf("ledgers[%d]: got %s, want %s", i, got, l.Hash)
@@ -174,6 +179,7 @@ func TestLedger_Vectors(t *testing.T) {
 }
 
 func TestCanonical_Rejects(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{`{"a":1,"a":2}`, `{"a":}`, "\"\xff\"", `[1,]`, ``, `{"a":1} x`} {
 		if _, err := kurahash.Canonical([]byte(in)); err == nil {
 			t.Errorf("Canonical(%q): got no error, want one", in)
@@ -206,6 +212,7 @@ func FuzzCanonical(f *testing.F) {
 }
 
 func TestSealWithMetadataHash(t *testing.T) {
+	t.Parallel()
 	md := kurahash.MetadataJSON(map[string]string{"project_id": "hashi"})
 	a := kurahash.Seal("h", md, "2026-11-21T09:00:00.000000000Z")
 	b := kurahash.SealWithMetadataHash("h", kurahash.SumHex(md), "2026-11-21T09:00:00.000000000Z")

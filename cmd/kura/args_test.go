@@ -22,6 +22,7 @@ func testFlagSet() *flag.FlagSet {
 }
 
 func TestReorderArgs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		in      []string
@@ -64,6 +65,7 @@ func TestReorderArgs(t *testing.T) {
 // TestReorderArgs_Parse checks the point of reordering: the flag package
 // then sees every flag, wherever it was written.
 func TestReorderArgs_Parse(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--json", "--type", "x", "--meta", "k=v", "a", "b"},
 		{"a", "--json", "b", "--type", "x", "--meta", "k=v"},
@@ -93,6 +95,7 @@ func TestReorderArgs_Parse(t *testing.T) {
 }
 
 func TestSplitCommand(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in       []string
 		wantName string
@@ -186,6 +189,7 @@ func FuzzReorderArgs(f *testing.F) {
 // TestCommandFlags parses the new commands' command lines with their real
 // flag sets, flags before and after the positional arguments.
 func TestCommandFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		command   string
 		args      []string
@@ -254,6 +258,7 @@ func TestCommandFlags(t *testing.T) {
 // safe because "ledger"'s own argument is a ledger id (a UUID), never "new".
 // Another such command needs the same argument, and a place here.
 func TestCommandTable(t *testing.T) {
+	t.Parallel()
 	commandGroups := map[string]bool{"ledger": true}
 	seen := map[string]bool{}
 	for _, c := range commandTable() {

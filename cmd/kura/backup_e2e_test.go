@@ -377,6 +377,7 @@ func TestRun_BackupCommandLine(t *testing.T) {
 }
 
 func TestE2E_CompactEvents(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	for i := 0; i < 5; i++ {
 		putJSON(t, url, "", "--type", "agent.thought", "--author", "agent:bmo", "--content", fmt.Sprint(i))

@@ -75,6 +75,7 @@ func splitBundleOutput(t *testing.T, out string) (string, map[string][]string) {
 var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64} \(verified locally\)$`)
 
 func TestE2E_Context(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	relID := contextScope(t, base)
 	c := client.New(base)
@@ -315,6 +316,7 @@ func lastSeq(t *testing.T, c *client.Client) int64 {
 // between kura and a real kurad: the digest no longer matches, and kura
 // must refuse the answer rather than print it.
 func TestE2E_ContextTamperedInTransit(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	contextScope(t, base)
 	target, err := url.Parse(base)
@@ -353,6 +355,7 @@ func TestE2E_ContextTamperedInTransit(t *testing.T) {
 
 // TestContextFlags parses context command lines with their real flag sets.
 func TestContextFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		command string
 		args    []string

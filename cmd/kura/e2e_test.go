@@ -37,6 +37,7 @@ func putJSON(t *testing.T, url string, stdin string, args ...string) client.Reco
 }
 
 func TestE2E_Put(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 
 	tests := []struct {
@@ -116,6 +117,7 @@ func TestE2E_Put(t *testing.T) {
 }
 
 func TestE2E_Show(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	r := putJSON(t, url, "", "--type", "agent.thought", "--author", "agent:bmo", "--content", `{"text":"REST feels clean"}`, "--meta", "project_id=hashi")
 
@@ -161,6 +163,7 @@ func TestE2E_Show(t *testing.T) {
 }
 
 func TestE2E_Ledger(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	url := d.BaseURL()
 	c := client.New(url)
@@ -284,6 +287,7 @@ func TestE2E_Ledger(t *testing.T) {
 }
 
 func TestE2E_Health(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	for _, args := range [][]string{{"health"}, {"health", "--ready"}} {
 		if _, errOut, code := runKura(t, url, strings.NewReader(""), args...); code != exitOK {

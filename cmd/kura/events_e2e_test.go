@@ -54,6 +54,7 @@ func putRecords(t *testing.T, c *client.Client, project string, n int) []string 
 }
 
 func TestE2E_Events(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	c := client.New(url)
 	alpha := putRecords(t, c, "alpha", 3)
@@ -189,6 +190,7 @@ func recordIDs(t *testing.T, lines []string) []string {
 }
 
 func TestE2E_EventsFollow(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	c := client.New(url)
 	want := putRecords(t, c, "alpha", 2)
@@ -236,6 +238,7 @@ func TestE2E_EventsFollow(t *testing.T) {
 // address and data: the follower reconnects from the last seq it printed,
 // so the records written while it was cut off come out once, in order.
 func TestE2E_EventsFollowRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sameData := func(cfg *daemon.Config) { cfg.DataDir, cfg.KeyFile = dir, dir+"/kurad.key" }
 	d := kuradtest.StartMain(t, kuradtest.Options{Configure: sameData})

@@ -13,6 +13,7 @@ import (
 )
 
 func TestWithKind(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		kind, in, want string
 		wantErr        bool
@@ -38,6 +39,7 @@ func TestWithKind(t *testing.T) {
 }
 
 func TestAppendRefs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		stdin     string
@@ -120,6 +122,7 @@ func dumpLines(n, size int) string {
 }
 
 func TestImportDump(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		input        string

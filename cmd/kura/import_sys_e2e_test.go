@@ -21,6 +21,7 @@ import (
 // into a fresh kurad with the same key; into a kurad with another key the
 // sys: records are refused and nothing is written.
 func TestE2E_ExportImportKeepsKuradsOwnRecords(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a := kuradtest.StartMain(t, kuradtest.Options{})
 	c := client.New(a.BaseURL())
@@ -108,6 +109,7 @@ func TestE2E_ExportImportKeepsKuradsOwnRecords(t *testing.T) {
 // only inside a ledger of the same import it signed), even where the
 // request limits would have cut between them.
 func TestImportDump_SysRecordsTravelWithTheirLedger(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	var ids []string
 	for i := 0; i < importMaxItems; i++ {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestE2E_KB(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	uni, aave := kbtest.Uniswap, kbtest.AAVE
 

@@ -42,6 +42,7 @@ func deadURL(t *testing.T) string {
 }
 
 func TestRun_CommandLine(t *testing.T) {
+	t.Parallel()
 	url := deadURL(t)
 	tests := []struct {
 		name       string
@@ -151,6 +152,7 @@ func TestRun_CommandLine(t *testing.T) {
 }
 
 func TestRun_URLFlagBeatsEnvironment(t *testing.T) {
+	t.Parallel()
 	flagURL := deadURL(t)
 	_, errOut, code := runKura(t, "http://127.0.0.1:1", nil, "info", "--url", flagURL)
 	if code != exitFail || !strings.Contains(errOut, strings.TrimPrefix(flagURL, "http://")) {
@@ -159,6 +161,7 @@ func TestRun_URLFlagBeatsEnvironment(t *testing.T) {
 }
 
 func TestRun_UnknownHostUnreachable(t *testing.T) {
+	t.Parallel()
 	// .invalid never resolves (RFC 2606), so the lookup fails fast, offline.
 	_, errOut, code := runKura(t, "http://kurad.invalid:7700", nil, "info")
 	want := "kura: cannot reach kurad at http://kurad.invalid:7700 (cannot resolve kurad.invalid)"
@@ -168,6 +171,7 @@ func TestRun_UnknownHostUnreachable(t *testing.T) {
 }
 
 func TestSuggest(t *testing.T) {
+	t.Parallel()
 	top := topLevelNames()
 	tests := []struct {
 		word       string
@@ -198,6 +202,7 @@ func TestSuggest(t *testing.T) {
 }
 
 func TestAsContent(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{`{"a":1}`, `{"a":1}`},
 		{` [1, 2] `, `[1, 2]`},

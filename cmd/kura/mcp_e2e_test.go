@@ -33,6 +33,7 @@ func buildKura(t *testing.T) string {
 // and stdout, against a running kurad, and checks a few tools against the
 // HTTP API.
 func TestE2E_MCPStdio(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	bin := buildKura(t)
 
@@ -150,6 +151,7 @@ func TestE2E_MCPStdio(t *testing.T) {
 // TestE2E_MCPStdioUnreachable: with kurad down, a tool call is an
 // unavailable tool error, not a crash of the server.
 func TestE2E_MCPStdioUnreachable(t *testing.T) {
+	t.Parallel()
 	dead := deadURL(t)
 	in, inW := io.Pipe()
 	outR, out := io.Pipe()

@@ -25,6 +25,7 @@ func kuraOK(t *testing.T, url, stdin string, args ...string) string {
 func lines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
 
 func TestE2E_Memory(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	c := client.New(url)
 	rec, err := c.PutRecord(t.Context(), client.RecordInput{Type: "agent.thought", AuthorID: "agent:bmo", Content: json.RawMessage(`"timeouts"`)})

@@ -12,6 +12,7 @@ import (
 )
 
 func TestNATSUserNew(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"--json", "nats-user", "new", "bmo-worker", "hashi,mikado"}, nil, &out, &errOut, func(string) string { return "" })
 	if code != exitOK {

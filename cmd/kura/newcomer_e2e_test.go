@@ -24,6 +24,7 @@ import (
 // stamped by -ldflags, and checks that --version and version print it and
 // exit 0 with no kurad anywhere.
 func TestE2E_VersionStamped(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "kura")
 	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7-test", "-o", bin, ".")
 	build.Stderr = os.Stderr
@@ -43,6 +44,7 @@ func TestE2E_VersionStamped(t *testing.T) {
 // TestE2E_EventsFollowFromNow: --follow without --after prints what is
 // committed from now on, not the history; --after 0 still replays it.
 func TestE2E_EventsFollowFromNow(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	c := client.New(url)
 	old := putRecords(t, c, "alpha", 3)
@@ -80,6 +82,7 @@ func TestE2E_EventsFollowFromNow(t *testing.T) {
 // records, a ledger over them (flags before and after the ids), a child
 // with --parent, each verified by kurad.
 func TestE2E_LedgerNew(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	r1 := putJSON(t, url, "", "--type", "task.instruction", "--author", "user:oles", "--content", "Summarise the morning session")
 	r2 := putJSON(t, url, "", "--type", "agent.thought", "--author", "agent:bmo", "--content", `{"text":"REST feels clean"}`)
@@ -146,6 +149,7 @@ func TestE2E_LedgerNew(t *testing.T) {
 // commands that take a session) says the id is a ledger's and what to run,
 // instead of a bare not_found; an id that is nothing stays not_found.
 func TestE2E_SessionCommandGivenALedger(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	r := putJSON(t, url, "", "--type", "agent.thought", "--author", "agent:bmo", "--content", "1")
 	l, err := client.New(url).CreateLedger(t.Context(), client.LedgerInput{Label: "l", RecordIDs: []string{r.ID}})

@@ -77,6 +77,7 @@ func driveSession(t *testing.T, url, project, name string, n int) (client.Sessio
 }
 
 func TestE2E_SessionTurns(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	s, runs := driveSession(t, url, "hashi", "morning", 3)
 	last := runs[len(runs)-1].turn
@@ -378,6 +379,7 @@ func git(t *testing.T, dir, stdin string, args ...string) string {
 // two parents, the previous head and a second root. Every reachable ledger
 // must be exported, parents first, whatever parent reaches it.
 func TestE2E_ExportMerge(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	s, runs := driveSession(t, url, "hashi", "merged", 2)
 	c := client.New(url)

@@ -10,6 +10,7 @@ import (
 // TestTokenNew: the printed line parses, holds the printed token's hash
 // (never the token) and its rights; two runs never give the same token.
 func TestTokenNew(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := runKura(t, deadURL(t), nil, "token", "new", "--identity", "agent:bmo", "--role", "reader", "--scopes", "hashi,mikado", "--projects", "hashi")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

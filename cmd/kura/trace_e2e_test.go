@@ -10,6 +10,7 @@ import (
 )
 
 func TestE2E_Trace(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	c := client.New(url)
 	ctx := t.Context()

@@ -17,6 +17,7 @@ import (
 )
 
 func TestParsePubKeyText(t *testing.T) {
+	t.Parallel()
 	const h = "3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29"
 	want := "ed25519:" + h
 	tests := []struct {
@@ -177,6 +178,7 @@ func forgeJSONL(t *testing.T, export, recordID, content string) string {
 }
 
 func TestE2E_VerifyExportOffline(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	s, runs := driveSession(t, url, "hashi", "offline", 2)
 	// A redacted record travels in the export and still verifies.

@@ -34,6 +34,7 @@ func status(t *testing.T, base, path, tok string) int {
 // TestKurad_TokensRequired: a tokens file that is empty, does not parse or
 // is missing stops kurad (exit 2), naming the reason.
 func TestKurad_TokensRequired(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	os.WriteFile(empty, []byte("# no tokens yet\n"), 0o600)
@@ -68,6 +69,7 @@ func TestKurad_TokensRequired(t *testing.T) {
 // in so a removed token is refused at once, and a file that does not parse
 // keeps the tokens in force.
 func TestKurad_TokensReloadOnSIGHUP(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
 	write := func(s string) {

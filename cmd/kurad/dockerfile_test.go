@@ -57,6 +57,7 @@ func dockerfileFroms(t *testing.T, text string) []string {
 // pulls) and pinned by digest next to its tag; the Go image's version is
 // the go.mod's.
 func TestDockerfile_BaseImagesPinned(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../Dockerfile")
 	if err != nil {
 		t.Fatal(err)

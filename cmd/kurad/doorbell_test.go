@@ -26,6 +26,7 @@ import (
 // publisher republishes exactly the events after its saved cursor, so every
 // committed event is published at least once.
 func TestKurad_DoorbellAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startKurad(t, dataDir)
 	natsAddr := readNATSAddr(t, dataDir)

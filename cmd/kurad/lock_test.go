@@ -18,6 +18,7 @@ import (
 // keeps serving. Once the first is SIGKILLed, the kernel has dropped its
 // lock and a new kurad starts on the directory.
 func TestKurad_OneKuradPerDataDir(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	first := startKurad(t, dataDir)
 	addrFile := filepath.Join(dataDir, "kurad.addr")

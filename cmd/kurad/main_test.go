@@ -60,6 +60,7 @@ type ack struct {
 // write load, restarts it and checks that every acknowledged record is
 // there, byte for byte, and that the database passes integrity_check.
 func TestKurad_SIGKILLKeepsAcknowledgedWrites(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	var all []ack
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -174,6 +175,7 @@ func TestKurad_SIGKILLKeepsAcknowledgedWrites(t *testing.T) {
 }
 
 func TestKurad_GracefulShutdown(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startKurad(t, dataDir)
 	resp, err := http.Post(p.Base+"/v1/records", "application/json", strings.NewReader(`{"type":"agent.thought","content":"bye","author_id":"agent:bmo"}`))
@@ -198,6 +200,7 @@ func TestKurad_GracefulShutdown(t *testing.T) {
 }
 
 func TestKurad_CommandLine(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		args     []string
@@ -234,6 +237,7 @@ func TestKurad_CommandLine(t *testing.T) {
 // and WatchdogSec: READY=1 after it serves, WATCHDOG=1 pings, STOPPING=1 on
 // SIGTERM, all as datagrams on NOTIFY_SOCKET.
 func TestKurad_SystemdNotify(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "sdn") // short: socket paths are limited to 108 bytes
 	if err != nil {
 		t.Fatal(err)
@@ -288,6 +292,7 @@ func TestKurad_SystemdNotify(t *testing.T) {
 // Idempotency-Key after kurad was stopped and started again: the first
 // answer comes back and nothing is written twice.
 func TestKurad_IdempotencySurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startKurad(t, dataDir)
 	post := func(base, path, key, body string) (int, string) {

@@ -13,6 +13,7 @@ import (
 // stops kurad at once, non-zero, with the address in its output; a taken
 // NATS port used to cost a 10-second wait and a bare "not ready".
 func TestKurad_PortTaken(t *testing.T) {
+	t.Parallel()
 	for _, flag := range []string{"--nats-addr", "--http-addr"} {
 		t.Run(strings.TrimPrefix(flag, "--"), func(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")

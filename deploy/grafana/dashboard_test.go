@@ -128,6 +128,7 @@ func queries(t *testing.T, d *dashboard) []query {
 }
 
 func TestDashboard_Structure(t *testing.T) {
+	t.Parallel()
 	d := loadDashboard(t)
 	if d.Title != "Kura" || d.UID == "" {
 		t.Errorf("got title %q uid %q, want title Kura and a uid", d.Title, d.UID)
@@ -213,6 +214,7 @@ func TestDashboard_Structure(t *testing.T) {
 // something of every kind, scrapes /metrics and checks every dashboard
 // query against what kurad exports.
 func TestDashboard_QueriesNameExportedMetrics(t *testing.T) {
+	t.Parallel()
 	d := loadDashboard(t)
 	base := kuradtest.Start(t)
 	kuradtest.Exercise(t, client.New(base))

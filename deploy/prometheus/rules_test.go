@@ -74,6 +74,7 @@ var prometheusOwn = map[string]string{"up": "gauge"}
 // what kurad exports, and every series the promtool unit tests feed in too
 // (so that they test the rules on series kurad really has).
 func TestRules_NameExportedMetrics(t *testing.T) {
+	t.Parallel()
 	rules := parseRules(t, string(prometheus.Rules))
 	if len(rules) < 8 {
 		t.Fatalf("got %d rules, want the full set", len(rules))
@@ -131,6 +132,7 @@ func TestRules_NameExportedMetrics(t *testing.T) {
 // with promtool, Prometheus's own checker (Debian's prometheus package;
 // .ci/run installs it).
 func TestRules_Promtool(t *testing.T) {
+	t.Parallel()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Skip("promtool is not installed (Debian: apt-get install --no-install-recommends prometheus): kura-alerts.yml's syntax and unit tests are not checked; TestRules_NameExportedMetrics still checks its metric names")

@@ -75,6 +75,7 @@ func putRecords(t *testing.T, c *client.Client, project string, n int) []string 
 // again: every record of its project is handled exactly once, in seq order,
 // whether it came live or through the catch-up.
 func TestWorker_Resume(t *testing.T) {
+	t.Parallel()
 	url := kuradtest.Start(t)
 	c := client.New(url)
 	var mu sync.Mutex
@@ -124,6 +125,7 @@ func TestWorker_Resume(t *testing.T) {
 // NATS connection comes back reaches it through the catch-up that follows
 // the reconnect, and nothing is handled twice.
 func TestWorker_KuradRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sameData := func(cfg *daemon.Config) { cfg.DataDir, cfg.KeyFile = dir, dir+"/kurad.key" }
 	d := kuradtest.StartMain(t, kuradtest.Options{Configure: sameData})
@@ -165,6 +167,7 @@ func TestWorker_KuradRestart(t *testing.T) {
 // queue group NATS hands each dispatch to one of them; in two groups both
 // hear every dispatch and the claim decides.
 func TestWorker_Dispatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		queues [2]string
@@ -239,6 +242,7 @@ func TestWorker_Dispatch(t *testing.T) {
 // token's identity (kurad refuses a writer claiming as anyone else), and
 // writes and closes them under it.
 func TestWorker_DispatchWithToken(t *testing.T) {
+	t.Parallel()
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	const adminTok, workerTok = "tok-admin", "tok-worker"
 	lines := auth.HashToken(adminTok) + " user:test admin * *\n" +
@@ -316,6 +320,7 @@ func checkTurn(t *testing.T, c *client.Client, id string) {
 }
 
 func TestWorkerName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		host string
 		pid  int
@@ -334,6 +339,7 @@ func TestWorkerName(t *testing.T) {
 }
 
 func TestStateFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "w.seq")
 	if n, err := loadSeq(path); n != 0 || err != nil {
 		t.Errorf("missing file: got %d, %v, want 0 and no error", n, err)

@@ -50,6 +50,7 @@ func justBelow(x float64) float64 { return math.Nextafter(x, 0) }
 var blockingKinds = []string{"supersedes", "contradicts", "invalidates"}
 
 func TestDecide_Rules(t *testing.T) {
+	t.Parallel()
 	type want struct{ bucket, reason, relationID string }
 	for _, tt := range []struct {
 		name      string
@@ -184,6 +185,7 @@ func TestDecide_Rules(t *testing.T) {
 // below. The node is active+trusted, so a relation that does not decide
 // leaves it in use_now.
 func TestDecide_Thresholds(t *testing.T) {
+	t.Parallel()
 	type tc struct {
 		conf   float64
 		decide bool
@@ -230,6 +232,7 @@ func TestDecide_Thresholds(t *testing.T) {
 // whichever rule-1 kind it is; relations below the threshold are never
 // cited even when older.
 func TestDecide_RelationID(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		incoming []kura.Relation
@@ -314,6 +317,7 @@ func expectNoRelations(lifecycle, authority string) (bucket, reason string) {
 // relations (at any confidence, from any source) never change a bucket,
 // over every lifecycle × authority pair; a blocking relation always wins.
 func TestDecide_Invariants(t *testing.T) {
+	t.Parallel()
 	neutral := in(
 		rel("sup", "supports", "belief:x", target, 1, 0),
 		rel("der", "derived_from", "belief:y", target, 1, 0),
@@ -348,6 +352,7 @@ func TestDecide_Invariants(t *testing.T) {
 
 // TestDecide_Pure: Decide does not modify the node or the relations.
 func TestDecide_Pure(t *testing.T) {
+	t.Parallel()
 	n := newNode("belief", "t", "active", "trusted")
 	rels := in(rel("b", "contradicts", "belief:q", target, 0.9, 2), rel("a", "contradicts", "belief:r", target, 0.9, 1))
 	n0, rels0 := n, slices.Clone(rels)
@@ -481,6 +486,7 @@ func traceOf(t testing.TB, res *admission.Result, ref string) admission.TraceEnt
 func at(sec int) string { return fmt.Sprintf("2026-11-21T09:00:%02d.000000000Z", sec) }
 
 func TestCompile_Order(t *testing.T) {
+	t.Parallel()
 	t.Run("NoQuery", func(t *testing.T) {
 		// Same updated_at for the ids whose byte order differs from the
 		// natural one: "B" < "a" and "n10" < "n9".
@@ -631,6 +637,7 @@ func mixedNodes() []kura.Node {
 }
 
 func TestCompile_Buckets(t *testing.T) {
+	t.Parallel()
 	res := compile(t, mixedNodes(), nil, admission.Request{})
 	for b, want := range map[string][]string{
 		admission.UseNow:           {"note:use1", "note:use2", "note:use3"},
@@ -662,6 +669,7 @@ func TestCompile_Buckets(t *testing.T) {
 }
 
 func TestCompile_Relations(t *testing.T) {
+	t.Parallel()
 	t.Run("OnlyIncomingApply", func(t *testing.T) {
 		a, b := newNode("belief", "a", "active", "trusted"), newNode("belief", "b", "active", "trusted")
 		// Relations from a, to nodes that are not in the set, and to a
@@ -715,6 +723,7 @@ func TestCompile_Relations(t *testing.T) {
 }
 
 func TestCompile_Kinds(t *testing.T) {
+	t.Parallel()
 	note := newNode("note", "n", "active", "trusted")
 	belief := newNode("belief", "b", "active", "trusted")
 	fact := newNode("fact", "f", "archived", "trusted")
@@ -771,6 +780,7 @@ func TestCompile_Kinds(t *testing.T) {
 }
 
 func TestCompile_MaxPerBucket(t *testing.T) {
+	t.Parallel()
 	nodes := mixedNodes() // use_now 3, inspect 2, rehydrate 2, do_not_use 3
 	for _, tt := range []struct {
 		max     *int // nil: no limit
@@ -858,6 +868,7 @@ func flat(res *admission.Result) []admission.Item {
 }
 
 func TestCompile_Budget(t *testing.T) {
+	t.Parallel()
 	nodes := mixedNodes()
 	full := compile(t, nodes, nil, admission.Request{})
 	all := flat(full)
@@ -978,6 +989,7 @@ func TestCompile_Budget(t *testing.T) {
 // unbudgeted one, never spends more than the budget, counts exactly the
 // bytes it keeps, and omits exactly what it cut; the trace never changes.
 func TestCompile_BudgetProperty(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(20261121, 7))
 	words := []string{"cache", "deploy", "token", "budget", "alpha", "beta", "ünïcode", "日本", `"quoted"`, `<tag>`, "\n", "password=x"}
 	text := func(max int) string {
@@ -1067,6 +1079,7 @@ func TestCompile_BudgetProperty(t *testing.T) {
 }
 
 func TestCompile_Why(t *testing.T) {
+	t.Parallel()
 	hit := newNode("note", "deploy-cache", "active", "trusted")
 	hit.Title = "Cache warmup"
 	hit.Summary = "warm the cache before deploy"
@@ -1131,6 +1144,7 @@ func TestCompile_Why(t *testing.T) {
 }
 
 func TestCompile_Redaction(t *testing.T) {
+	t.Parallel()
 	n := newNode("note", "s", "active", "trusted")
 	n.Title = "db password=hunter2"
 	n.Summary = "connect with postgres://app:s3cret@db:5432/prod and key AKIAIOSFODNN7EXAMPLE"
@@ -1180,6 +1194,7 @@ func TestCompile_Redaction(t *testing.T) {
 // the fields API.md names, empty lists as [], and no digest, bundle id,
 // scope or as_of — the store adds those.
 func TestCompile_ResultJSON(t *testing.T) {
+	t.Parallel()
 	for _, nodes := range [][]kura.Node{nil, mixedNodes()} {
 		res := compile(t, nodes, nil, admission.Request{})
 		b, err := json.Marshal(res)
@@ -1225,6 +1240,7 @@ func TestCompile_ResultJSON(t *testing.T) {
 // TestCompile_Pure: Compile does not modify its inputs and gives the same
 // answer twice.
 func TestCompile_Pure(t *testing.T) {
+	t.Parallel()
 	nodes := mixedNodes()
 	nodes[0].Summary = "api_key=abcdef"
 	rels := in(rel("b", "contradicts", "note:use1", "note:use2", 0.9, 2), rel("a", "requires_payload", "note:use1", "note:insp1", 0.9, 1))

@@ -10,6 +10,7 @@ import (
 // A secret in an item the budget cut was never handed out, so it is not
 // counted; the same item kept is counted once.
 func TestCompile_RedactionsCountOnlyKeptItems(t *testing.T) {
+	t.Parallel()
 	ok := newNode("fact", "ok", "active", "trusted")
 	sec := newNode("note", "sec", "candidate", "unknown")
 	sec.Summary = "password=hunter22"

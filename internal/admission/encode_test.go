@@ -81,6 +81,7 @@ func randBundle(r *rand.Rand) *admission.Bundle {
 }
 
 func TestEncode_IsJSONMarshal(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(11, 13))
 	for i := range 3000 {
 		b := randBundle(r)

@@ -53,6 +53,7 @@ MIIBszCCAVmgAwIBAgIUEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLEwCgYIKoZIzj0E
 // TestRedact_Catches lists what each documented pattern removes, with the
 // exact output and count.
 func TestRedact_Catches(t *testing.T) {
+	t.Parallel()
 	const R = admission.Placeholder
 	for _, tt := range []struct {
 		name, in, want string
@@ -146,6 +147,7 @@ func TestRedact_Catches(t *testing.T) {
 // TestRedact_Leaves lists ordinary text, and near misses of every
 // pattern, that must come back byte for byte with a count of 0.
 func TestRedact_Leaves(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{
 		"",
 		"the token budget is 500",
@@ -199,6 +201,7 @@ func TestRedact_Leaves(t *testing.T) {
 // TestRedact_Idempotent: text that was redacted once has nothing left to
 // redact: a second pass changes nothing and counts nothing.
 func TestRedact_Idempotent(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{
 		"password=hunter2",
 		`PASSWORD="two words"`,
@@ -226,6 +229,7 @@ func TestRedact_Idempotent(t *testing.T) {
 // TestRedactorNames pins the documented pattern set: adding or removing a
 // pattern must update this list, the docs and the tests above.
 func TestRedactorNames(t *testing.T) {
+	t.Parallel()
 	want := []string{"pem_private_key", "credential_url", "bearer_token", "secret_assignment", "api_key", "jwt"}
 	if got := admission.RedactorNames(); !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)

@@ -14,6 +14,7 @@ const (
 )
 
 func TestParseTokens(t *testing.T) {
+	t.Parallel()
 	hb, ha := HashToken(tokBMO), HashToken(tokAdmin)
 	good := "# kura tokens\n\n" + hb + " agent:bmo writer hashi,mikado hashi  # the bot\n" + ha + " user:oles admin * *\n"
 	es, err := ParseTokens(strings.NewReader(good))
@@ -64,6 +65,7 @@ func TestParseTokens(t *testing.T) {
 }
 
 func TestTableLookupAndReplace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tokens")
 	os.WriteFile(path, []byte(HashToken(tokBMO)+" agent:bmo reader * *\n"), 0o600)

@@ -51,6 +51,7 @@ func loopbackURL(b *Bus) string {
 }
 
 func TestBus_NonLoopbackWithoutUsersRefused(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", "[::]:0"} {
 		b := New(Config{Addr: addr})
 		err := b.Open(context.Background())
@@ -118,6 +119,7 @@ func connectAs(tb testing.TB, url string, opts ...nats.Option) (*nats.Conn, *col
 }
 
 func TestBus_AuthBeyondLoopback(t *testing.T) {
+	t.Parallel()
 	nk, err := nkeys.CreateUser()
 	if err != nil {
 		t.Fatal(err)
@@ -253,6 +255,7 @@ func TestBus_AuthBeyondLoopback(t *testing.T) {
 }
 
 func TestBus_LoopbackWithoutUsersIsOpen(t *testing.T) {
+	t.Parallel()
 	b := openBus(t)
 	defer b.Close(context.Background())
 	if b.AuthRequired() {
@@ -266,6 +269,7 @@ func TestBus_LoopbackWithoutUsersIsOpen(t *testing.T) {
 }
 
 func TestBus_LoopbackWithUsersRequiresAuth(t *testing.T) {
+	t.Parallel()
 	users, err := ParseUsers(strings.NewReader(bcryptLine(t, "alice", "pw", "alpha")))
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ func MustOpenBus(tb testing.TB) *bus.Bus {
 }
 
 func TestBus_PublishSubscribe(t *testing.T) {
+	t.Parallel()
 	b := MustOpenBus(t)
 	if !b.Running() {
 		t.Fatal("got Running() false after Open, want true")
@@ -82,6 +83,7 @@ func TestBus_PublishSubscribe(t *testing.T) {
 }
 
 func TestBus_Close(t *testing.T) {
+	t.Parallel()
 	b := bus.New(bus.Config{Addr: "127.0.0.1:0"})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -118,6 +120,7 @@ func TestBus_Close(t *testing.T) {
 }
 
 func TestBus_NotOpened(t *testing.T) {
+	t.Parallel()
 	b := bus.New(bus.Config{Addr: "127.0.0.1:0"})
 	if b.Running() {
 		t.Error("got Running() true before Open, want false")
@@ -134,6 +137,7 @@ func TestBus_NotOpened(t *testing.T) {
 }
 
 func TestBus_OpenInvalidAddr(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		addr string
@@ -164,6 +168,7 @@ func TestBus_OpenInvalidAddr(t *testing.T) {
 // TestBus_OpenPortInUse: a NATS address another listener holds fails Open
 // at once, naming the address, instead of after the ready timeout.
 func TestBus_OpenPortInUse(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -179,6 +179,7 @@ func wantRun(tb testing.TB, got []int64, from, to int64) {
 func head(s []int64) []int64 { return s[:min(len(s), 10)] }
 
 func TestPublisher_SubscriberGetsPointerToCommittedData(t *testing.T) {
+	t.Parallel()
 	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{}, nil)
 	sub := subscribe(t, d.bus, "oclaw.v1.>")
 	ctx := context.Background()
@@ -219,6 +220,7 @@ func TestPublisher_SubscriberGetsPointerToCommittedData(t *testing.T) {
 }
 
 func TestPublisher_SeqOrderAcrossConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{}, nil)
 	sub := subscribe(t, d.bus, "oclaw.v1.default.>")
 	var wg sync.WaitGroup
@@ -242,6 +244,7 @@ func TestPublisher_SeqOrderAcrossConcurrentWriters(t *testing.T) {
 // nothing is published for it, and what is published is exactly the
 // committed log.
 func TestPublisher_NothingForRolledBackWrites(t *testing.T) {
+	t.Parallel()
 	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{}, nil)
 	sub := subscribe(t, d.bus, "oclaw.v1.>")
 	ctx := context.Background()
@@ -284,6 +287,7 @@ func TestPublisher_NothingForRolledBackWrites(t *testing.T) {
 // commit and publish); the next start publishes everything after the saved
 // cursor, in order, and nothing before it again.
 func TestPublisher_ResumesFromSavedCursor(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kura.db")
 	key := newKey(t)
 	const stopAt, total = 7, 30
@@ -333,6 +337,7 @@ func TestPublisher_ResumesFromSavedCursor(t *testing.T) {
 // The restart replay itself, seen by a subscriber that is there from the
 // start: exactly the events after the saved cursor, in order.
 func TestPublisher_ReplayAfterRestartIsTheMissingEvents(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kura.db")
 	key := newKey(t)
 	const stopAt, total = 5, 40
@@ -371,6 +376,7 @@ func TestPublisher_ReplayAfterRestartIsTheMissingEvents(t *testing.T) {
 // Publishing fails for a while (NATS refusing); writes go on, and once
 // publishing works again every missed event goes out in order.
 func TestPublisher_RecoversFromPublishFailures(t *testing.T) {
+	t.Parallel()
 	var failing atomic.Bool
 	failing.Store(true)
 	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{SaveEvery: 20 * time.Millisecond}, func(e *kura.Event) error {
@@ -399,6 +405,7 @@ func TestPublisher_RecoversFromPublishFailures(t *testing.T) {
 // A tiny in-memory queue overflows at once: every event is then read back
 // from SQLite, still in order and once each.
 func TestPublisher_OverflowReadsBackFromSQLite(t *testing.T) {
+	t.Parallel()
 	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{MaxPending: 3, PageSize: 7}, nil)
 	sub := subscribe(t, d.bus, "oclaw.v1.>")
 	var wg sync.WaitGroup
@@ -419,6 +426,7 @@ func TestPublisher_OverflowReadsBackFromSQLite(t *testing.T) {
 
 // Dispatch commands go to one worker of a queue group each.
 func TestPublisher_DispatchToQueueGroup(t *testing.T) {
+	t.Parallel()
 	d, _ := startDoorbell(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t), PublisherConfig{}, nil)
 	var mu sync.Mutex
 	got := map[string]int{}

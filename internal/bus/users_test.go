@@ -19,6 +19,7 @@ const testHash = "$2a$04$XocC8tFfxsnLEK.DOEcW9urpVD2pPlsTvvhBEQWF7Wpdn8OB2Z.Au"
 const testNkey = "UCIU36N73D4WNH7Y2QD3BEEFRN572MQA3D75DM36RSKKBVPCKEVNIAQC"
 
 func TestParseUsers(t *testing.T) {
+	t.Parallel()
 	if !nkeys.IsValidPublicUserKey(testNkey) {
 		t.Fatal("testNkey is not a valid public user key")
 	}
@@ -71,6 +72,7 @@ func TestParseUsers(t *testing.T) {
 }
 
 func TestUser_Permissions(t *testing.T) {
+	t.Parallel()
 	u := User{Name: "a", Projects: []string{"alpha", "beta"}}
 	p := u.Permissions()
 	if !slices.Equal(p.Subscribe.Allow, []string{"oclaw.v1.alpha.>", "oclaw.v1.beta.>"}) {

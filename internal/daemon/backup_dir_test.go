@@ -15,6 +15,7 @@ import (
 // TestConfig_BackupDir: --backup-dir and KURA_BACKUP_DIR set the backup
 // directory; without them it is <data-dir>/backups.
 func TestConfig_BackupDir(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -42,6 +43,7 @@ func TestConfig_BackupDir(t *testing.T) {
 // data directory, or one of its parents, would let a backup's path name the
 // data directory's own entries; kurad refuses to start on it.
 func TestMain_BackupDirMayNotHoldTheDataDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	for _, backup := range []string{data, dir, data + "/."} {

@@ -13,6 +13,7 @@ import (
 // Go soft memory limit unless set, never below two bodies at the body
 // limit; a set one must hold at least one body.
 func TestConfig_InflightBodyBytes(t *testing.T) {
+	t.Parallel()
 	old := debug.SetMemoryLimit(256 << 20)
 	t.Cleanup(func() { debug.SetMemoryLimit(old) })
 	c, _, err := daemon.LoadConfig(nil, env(nil), devNull(t))

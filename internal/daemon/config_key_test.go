@@ -11,6 +11,7 @@ import (
 // The key file defaults to the systemd credential when kurad runs with one;
 // KURA_KEY_FILE still wins.
 func TestLoadConfig_KeyFileFromCredential(t *testing.T) {
+	t.Parallel()
 	creds := t.TempDir()
 	cred := filepath.Join(creds, "kurad.key")
 	if err := os.WriteFile(cred, []byte("x"), 0o400); err != nil {

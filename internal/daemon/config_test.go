@@ -41,6 +41,7 @@ func writeConfigFile(tb testing.TB, lines ...string) string {
 }
 
 func TestLoadConfig_Defaults(t *testing.T) {
+	t.Parallel()
 	got, version, err := daemon.LoadConfig(nil, env(nil), devNull(t))
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
@@ -62,6 +63,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 // TestConfig_Precedence checks each layer over the one below it:
 // defaults → config file → environment → flags.
 func TestConfig_Precedence(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		flag, env string
 		get       func(daemon.Config) any
@@ -155,6 +157,7 @@ func TestConfig_Precedence(t *testing.T) {
 }
 
 func TestConfig_ConfigFileSyntax(t *testing.T) {
+	t.Parallel()
 	file := writeConfigFile(t,
 		"# comment line",
 		"   # indented comment",
@@ -196,6 +199,7 @@ func TestConfig_ConfigFileSyntax(t *testing.T) {
 }
 
 func TestConfig_KeyFile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -222,6 +226,7 @@ func TestConfig_KeyFile(t *testing.T) {
 }
 
 func TestConfig_Version(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -253,6 +258,7 @@ func TestConfig_Version(t *testing.T) {
 }
 
 func TestConfig_Invalid(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -326,6 +332,7 @@ func TestConfig_Invalid(t *testing.T) {
 }
 
 func TestConfig_Embedder(t *testing.T) {
+	t.Parallel()
 	c, _, err := daemon.LoadConfig([]string{"--embedder-url", " http://127.0.0.1:11434/v1 "}, env(map[string]string{
 		"KURA_EMBEDDER_MODEL": "all-minilm", "KURA_EMBEDDER_TOKEN": "sk-1", "KURA_EMBEDDER_TIMEOUT": "5s"}), devNull(t))
 	if err != nil {
@@ -343,6 +350,7 @@ func TestConfig_Embedder(t *testing.T) {
 }
 
 func TestConfig_InvalidConfigFile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		lines []string
@@ -377,6 +385,7 @@ func TestConfig_InvalidConfigFile(t *testing.T) {
 }
 
 func TestConfig_ValidBoundaries(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -408,6 +417,7 @@ func TestConfig_ValidBoundaries(t *testing.T) {
 // TestConfig_SynchronousNormalized checks that a lowercase mode comes back
 // the way Validate writes it.
 func TestConfig_SynchronousNormalized(t *testing.T) {
+	t.Parallel()
 	c, _, err := daemon.LoadConfig([]string{"--synchronous", "normal"}, env(nil), devNull(t))
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
@@ -418,6 +428,7 @@ func TestConfig_SynchronousNormalized(t *testing.T) {
 }
 
 func TestConfig_ValidateNamesField(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		mut  func(*daemon.Config)

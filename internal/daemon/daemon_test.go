@@ -36,6 +36,7 @@ func testConfig(tb testing.TB) daemon.Config {
 }
 
 func TestMain_RunClose(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	// A stale address file from an earlier run must be replaced.
 	addrPath := filepath.Join(cfg.DataDir, daemon.AddrFile)
@@ -128,6 +129,7 @@ func TestMain_RunClose(t *testing.T) {
 }
 
 func TestMain_RestartSameDataDir(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -143,6 +145,7 @@ func TestMain_RestartSameDataDir(t *testing.T) {
 }
 
 func TestMain_CloseUnstarted(t *testing.T) {
+	t.Parallel()
 	m := daemon.NewMain(testConfig(t), "test", io.Discard)
 	if err := m.Close(context.Background()); err != nil {
 		t.Errorf("got %v, want nil", err)
@@ -156,6 +159,7 @@ func TestMain_CloseUnstarted(t *testing.T) {
 }
 
 func TestMain_RunFails(t *testing.T) {
+	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // asks for it, as Prometheus does, and the Prometheus text format to one
 // that does not.
 func TestMetrics_OpenMetrics(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	get := func(accept string) (string, string) {
 		t.Helper()
@@ -60,6 +61,7 @@ func TestMetrics_OpenMetrics(t *testing.T) {
 // TestMetrics_DiskSpace: the room left on the database's file system and
 // its size, as statfs reports them, for the disk-full alert.
 func TestMetrics_DiskSpace(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	m := scrapeMetrics(t, d.BaseURL())
 	var st syscall.Statfs_t
@@ -81,6 +83,7 @@ func TestMetrics_DiskSpace(t *testing.T) {
 // (/readyz 200 degraded, which no probe would catch); nats 0 once the NATS
 // server is down (/readyz 503).
 func TestMetrics_Readiness(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	base := d.BaseURL()
 	ctx := context.Background()

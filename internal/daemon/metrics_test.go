@@ -69,6 +69,7 @@ func (s series) sum(name string, match ...string) float64 {
 }
 
 func TestMetrics_MoveWithWrites(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	c := client.New(base)
 	ctx := t.Context()

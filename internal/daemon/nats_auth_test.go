@@ -48,6 +48,7 @@ func writeTokensFile(tb testing.TB) string {
 // NATS may leave loopback with users of its own, once kurad has tokens:
 // without tokens every listener stays on loopback, NATS users or not.
 func TestConfig_NATSBeyondLoopbackWithUsers(t *testing.T) {
+	t.Parallel()
 	users := writeUsersFile(t, hashLine(t, "alice", "pw", "alpha"))
 	tokens := writeTokensFile(t)
 	if _, _, err := daemon.LoadConfig([]string{"--nats-addr", "0.0.0.0:4222", "--nats-users-file", users}, env(nil), devNull(t)); err == nil || !strings.Contains(err.Error(), "without tokens") {
@@ -79,6 +80,7 @@ func TestConfig_NATSBeyondLoopbackWithUsers(t *testing.T) {
 }
 
 func TestMain_NATSUsersFileRefused(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, want string
 		file       func(t *testing.T) string
@@ -107,6 +109,7 @@ func TestMain_NATSUsersFileRefused(t *testing.T) {
 // clients are refused, a user sees its project's doorbell and not others',
 // and kurad's own publisher still gets through.
 func TestMain_NATSAuth(t *testing.T) {
+	t.Parallel()
 	if ln, err := net.Listen("tcp", "0.0.0.0:0"); err != nil {
 		t.Skipf("cannot bind 0.0.0.0 here (%v)", err)
 	} else {

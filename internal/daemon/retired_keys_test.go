@@ -10,6 +10,7 @@ import (
 // TestConfig_RetiredKeys: --retired-keys and KURA_RETIRED_KEYS take
 // comma-separated ed25519:<hex> keys; anything else is refused by name.
 func TestConfig_RetiredKeys(t *testing.T) {
+	t.Parallel()
 	k1 := "ed25519:" + strings.Repeat("ab", 32)
 	k2 := "ed25519:" + strings.Repeat("cd", 32)
 	for _, tc := range []struct {

@@ -20,6 +20,7 @@ import (
 // tokenless admin mode: kurad refuses it, naming the file, even on
 // loopback. No tokens file at all stays the tokenless mode.
 func TestConfig_TokensFileWithoutTokens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct{ name, body string }{
 		{"Empty", ""},
@@ -57,6 +58,7 @@ func TestConfig_TokensFileWithoutTokens(t *testing.T) {
 // configuration check and the start; a file holding no token by then stops
 // the start too, naming it.
 func TestMain_TokensFileEmptiedBeforeStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(file, []byte(auth.HashToken("tok")+" agent:a writer * *\n"), 0o600); err != nil {
@@ -89,6 +91,7 @@ func TestMain_TokensFileEmptiedBeforeStart(t *testing.T) {
 // TestMain_ReloadToEmptyTokensFile: a SIGHUP reload that empties the file
 // keeps token mode: every call is refused until tokens are added again.
 func TestMain_ReloadToEmptyTokensFile(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(file, []byte(auth.HashToken("tok")+" agent:a reader * *\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // (and NATS, users of its own); the profiler stays on loopback whatever the
 // tokens.
 func TestConfig_Tokens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	one := filepath.Join(dir, "one")
 	os.WriteFile(one, []byte(auth.HashToken("t")+" agent:a writer * *\n"), 0o600)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestAcquire(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	l, err := dirlock.Acquire(dir, "kurad")
 	if err != nil {
@@ -62,6 +63,7 @@ func TestAcquire(t *testing.T) {
 // TestAcquire_StaleFile: the file a dead holder left (a longer note than
 // the new one, too) neither blocks nor survives into the new note.
 func TestAcquire_StaleFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, dirlock.File)
 	if err := os.WriteFile(path, []byte("2147483647 some long holder name\n"), 0o600); err != nil {
@@ -78,6 +80,7 @@ func TestAcquire_StaleFile(t *testing.T) {
 }
 
 func TestHeldError_Message(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  dirlock.HeldError
 		want string
@@ -113,6 +116,7 @@ func TestAcquire_RelativeDir(t *testing.T) {
 }
 
 func TestAcquire_MissingDir(t *testing.T) {
+	t.Parallel()
 	if _, err := dirlock.Acquire(filepath.Join(t.TempDir(), "nope"), "kurad"); err == nil {
 		t.Fatal("got nil, want an error for a directory that does not exist")
 	}

@@ -16,6 +16,7 @@ import (
 )
 
 func TestEndpoint(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, want, err string
 	}{
@@ -50,6 +51,7 @@ func TestEndpoint(t *testing.T) {
 }
 
 func TestClient_Embed(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, 16)
 	srv.Token = "sekrit"
 	for _, base := range []string{srv.URL, srv.URL + "/v1", srv.URL + "/v1/embeddings"} {
@@ -96,6 +98,7 @@ func TestClient_Embed(t *testing.T) {
 }
 
 func TestClient_Failures(t *testing.T) {
+	t.Parallel()
 	answer := func(body string) string {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte(body))
@@ -156,6 +159,7 @@ func TestClient_Failures(t *testing.T) {
 }
 
 func TestClient_OrderAndErrorBody(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int32
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) == 1 {
@@ -179,6 +183,7 @@ func TestClient_OrderAndErrorBody(t *testing.T) {
 }
 
 func TestNew_Refuses(t *testing.T) {
+	t.Parallel()
 	if _, err := embed.New(embed.Config{URL: "http://h", Model: " "}); err == nil {
 		t.Error("an empty model was accepted")
 	}
@@ -205,6 +210,7 @@ func FuzzEndpoint(f *testing.F) {
 }
 
 func TestError_RefusedAndTemporary(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err                *embed.Error
 		refused, temporary bool
@@ -234,6 +240,7 @@ func TestError_RefusedAndTemporary(t *testing.T) {
 }
 
 func TestError_Public(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  *embed.Error
 		want string

@@ -14,6 +14,7 @@ import (
 )
 
 func TestWords(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, text string
 		want       []string
@@ -58,6 +59,7 @@ func TestWords(t *testing.T) {
 }
 
 func TestFoldKeys(t *testing.T) {
+	t.Parallel()
 	got := kb.FoldKeys([]string{"Dex", "dex", "AMM", "Contract Address", "contract address", "ΟΔΟΣ", "οδος"})
 	if want := []string{"dex", "amm", "contract address", "οδοσ"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
@@ -80,6 +82,7 @@ func orbit(r rune) []rune {
 // is enough that every rune folds into its own case orbit and that every
 // member of an orbit folds to the same rune. Checked for every rune.
 func TestFold_AgreesWithEqualFoldForEveryRune(t *testing.T) {
+	t.Parallel()
 	for r := rune(0); r <= unicode.MaxRune; r++ {
 		if !utf8.ValidRune(r) {
 			continue
@@ -102,6 +105,7 @@ func TestFold_AgreesWithEqualFoldForEveryRune(t *testing.T) {
 }
 
 func TestFold(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"Contract Address", "contract address"},
 		{"ΟΔΟΣ", "οδοσ"},
@@ -165,6 +169,7 @@ func want(idx []int) []string {
 }
 
 func TestLedger_SpecExamples(t *testing.T) {
+	t.Parallel()
 	l := spec(t)
 	for _, ex := range kbtest.Examples {
 		t.Run(ex.Name, func(t *testing.T) {
@@ -194,6 +199,7 @@ func TestLedger_SpecExamples(t *testing.T) {
 }
 
 func TestLedger_SpecMutations(t *testing.T) {
+	t.Parallel()
 	l := spec(t)
 	uni := kbtest.Uniswap.Identifier
 	if !l.Update(uni, kbtest.UpdatedValue) || l.FromKey("Uniswap")[0].Value != kbtest.UpdatedValue {
@@ -243,6 +249,7 @@ func TestLedger_SpecMutations(t *testing.T) {
 }
 
 func TestBase_ScopesAreIsolated(t *testing.T) {
+	t.Parallel()
 	var b kb.Base
 	defi, nft := b.Scope("defi"), b.Scope("nft")
 	defi.Insert("Uniswap pools", []string{"Uniswap", "DEX"}, "Pool: 0x123...")
@@ -263,6 +270,7 @@ func TestBase_ScopesAreIsolated(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
+	t.Parallel()
 	l := spec(t)
 	uni := "--- Uniswap contract addresses on Ethereum mainnet. ---\nPool: 0x12312313, Router: 0x456456456, Factory: 0x789789789\n\n"
 	aave := "--- AAVE contract addresses on Ethereum mainnet. ---\nPool: 0x756745, MoneyMarket: 0x7890789, FlashLoan: 0xabc123\n\n"

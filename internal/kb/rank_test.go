@@ -12,6 +12,7 @@ import (
 )
 
 func TestIDF(t *testing.T) {
+	t.Parallel()
 	// Rarer words weigh more; a word every entry holds weighs almost
 	// nothing but never turns negative.
 	prev := math.Inf(1)
@@ -44,6 +45,7 @@ func entry(in kura.KBEntryInput) *kura.KBEntry {
 }
 
 func TestOccurAndExplain(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		e     *kura.KBEntry
@@ -78,6 +80,7 @@ func TestOccurAndExplain(t *testing.T) {
 }
 
 func TestTermScore(t *testing.T) {
+	t.Parallel()
 	e := entry(kbtest.Uniswap)
 	ts := terms("uniswap", "router", "mainnet", "solana")
 	o := kb.Occur(e, ts)
@@ -100,6 +103,7 @@ func TestTermScore(t *testing.T) {
 }
 
 func TestFormatRankedLookup(t *testing.T) {
+	t.Parallel()
 	uni, aave := *entry(kbtest.Uniswap), *entry(kbtest.AAVE)
 	block := func(e kura.KBEntry) string { return "--- " + e.Identifier + " ---\n" + e.Value + "\n\n" }
 	tests := []struct {

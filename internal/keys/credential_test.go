@@ -12,6 +12,7 @@ import (
 )
 
 func TestDefaultPath(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	creds := t.TempDir()
 	empty := t.TempDir()
@@ -35,6 +36,7 @@ func TestDefaultPath(t *testing.T) {
 }
 
 func TestOpen_Credential(t *testing.T) {
+	t.Parallel()
 	seed := strings.Repeat("cd", ed25519.SeedSize)
 	t.Run("Loaded", func(t *testing.T) {
 		creds := t.TempDir()

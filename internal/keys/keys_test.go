@@ -15,6 +15,7 @@ import (
 )
 
 func TestLoadOrCreate_Create(t *testing.T) {
+	t.Parallel()
 	// A missing parent directory is created too.
 	path := filepath.Join(t.TempDir(), "sub", "kurad.key")
 	key, err := keys.LoadOrCreate(path)
@@ -55,6 +56,7 @@ func TestLoadOrCreate_Create(t *testing.T) {
 }
 
 func TestLoadOrCreate_Refused(t *testing.T) {
+	t.Parallel()
 	goodSeed := strings.Repeat("ab", ed25519.SeedSize) + "\n"
 	tests := []struct {
 		name    string
@@ -98,6 +100,7 @@ func TestLoadOrCreate_Refused(t *testing.T) {
 }
 
 func TestLoadOrCreate_Existing(t *testing.T) {
+	t.Parallel()
 	seed := bytes.Repeat([]byte{7}, ed25519.SeedSize)
 	want := ed25519.NewKeyFromSeed(seed)
 	tests := []struct {
@@ -127,6 +130,7 @@ func TestLoadOrCreate_Existing(t *testing.T) {
 }
 
 func TestLoadOrCreate_Unreadable(t *testing.T) {
+	t.Parallel()
 	// A directory where the file should be is an error, not a new key.
 	path := filepath.Join(t.TempDir(), "kurad.key")
 	if err := os.Mkdir(path, 0o700); err != nil {
@@ -138,6 +142,7 @@ func TestLoadOrCreate_Unreadable(t *testing.T) {
 }
 
 func TestLoadOrCreate_Concurrent(t *testing.T) {
+	t.Parallel()
 	// Two kurads starting at once on a fresh data dir must agree on one key.
 	// The race window is small, so try several fresh paths.
 	for round := 0; round < 20; round++ {
@@ -177,6 +182,7 @@ func TestLoadOrCreate_Concurrent(t *testing.T) {
 }
 
 func TestPublicKeyString(t *testing.T) {
+	t.Parallel()
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	got := keys.PublicKeyString(key.Public().(ed25519.PublicKey))
 	if !regexp.MustCompile(`^ed25519:[0-9a-f]{64}$`).MatchString(got) {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestErrorCode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		err         error
@@ -39,6 +40,7 @@ func TestErrorCode(t *testing.T) {
 }
 
 func TestInvalid(t *testing.T) {
+	t.Parallel()
 	t.Run("Field", func(t *testing.T) {
 		e := kura.Invalid("label", "label is %d bytes", 300)
 		if e.Code != kura.EInvalid {

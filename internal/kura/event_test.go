@@ -9,6 +9,7 @@ import (
 )
 
 func TestEvent_Pointer(t *testing.T) {
+	t.Parallel()
 	const (
 		id = "0190a3f2-7c1e-7d3a-9b2c-1f2e3d4c5b6a"
 		at = "2025-01-02T03:04:05.000000001Z"
@@ -78,6 +79,7 @@ func TestEvent_Pointer(t *testing.T) {
 }
 
 func TestEventSubject(t *testing.T) {
+	t.Parallel()
 	if got, want := kura.EventSubject("hashi", "record.written"), "oclaw.v1.hashi.evt.record.written"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestValidID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want bool
@@ -39,6 +40,7 @@ func TestValidID(t *testing.T) {
 }
 
 func TestValidSlug(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want bool
@@ -68,6 +70,7 @@ func TestValidSlug(t *testing.T) {
 }
 
 func TestValidHash(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want bool
@@ -92,6 +95,7 @@ func TestValidHash(t *testing.T) {
 }
 
 func TestValidAuthorID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want bool
@@ -118,6 +122,7 @@ func TestValidAuthorID(t *testing.T) {
 var timeRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{9}Z$`)
 
 func TestFormatTime(t *testing.T) {
+	t.Parallel()
 	tokyo := time.FixedZone("JST", 9*3600)
 	tests := []struct {
 		name string
@@ -145,6 +150,7 @@ func TestFormatTime(t *testing.T) {
 }
 
 func TestParseTime(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		in      string
@@ -230,6 +236,7 @@ func FuzzParseTime(f *testing.F) {
 // strings compared with created_at as text, so a five-digit or negative year
 // silently breaks the filter.
 func TestParseTime_YearEdges(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		"9999-12-31T23:59:59-01:00",
 		"0000-01-01T00:00:00+01:00",

@@ -8,6 +8,7 @@ import (
 )
 
 func TestLedgerInput_Validate(t *testing.T) {
+	t.Parallel()
 	const (
 		id1 = "0190a3f2-7c1e-7d3a-9b2c-1f2e3d4c5b6a"
 		id2 = "0190a3f2-7c1e-7d3a-9b2c-1f2e3d4c5b6b"

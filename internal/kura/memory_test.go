@@ -7,6 +7,7 @@ import (
 )
 
 func TestCheckNodeRewrite(t *testing.T) {
+	t.Parallel()
 	str := func(s string) *string { return &s }
 	a := kura.Writer{Identity: "agent:a"}
 	tests := []struct {
@@ -45,6 +46,7 @@ func TestCheckNodeRewrite(t *testing.T) {
 }
 
 func TestCheckLeaseHolder(t *testing.T) {
+	t.Parallel()
 	worker := "agent:a"
 	tests := []struct {
 		name  string

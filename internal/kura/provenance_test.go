@@ -9,6 +9,7 @@ import (
 )
 
 func TestTraceMemoryJSON(t *testing.T) {
+	t.Parallel()
 	text := "hello"
 	tests := []struct {
 		name string

@@ -11,6 +11,7 @@ import (
 // TestRecord_MarshalJSON checks the hand-written encoder against
 // encoding/json's reading of it: every field survives the round trip.
 func TestRecord_MarshalJSON(t *testing.T) {
+	t.Parallel()
 	recs := []kura.Record{
 		{ID: "01a1fdca-0646-72df-b50c-b563f3a48bdc", Hash: "h", ContentHash: "c", Seal: "s", Type: "agent.thought",
 			Content: json.RawMessage(`{"text":"x"}`), AuthorID: "agent:bmo", Metadata: map[string]string{}, CreatedAt: "2026-11-21T09:00:00.000000000Z"},

@@ -35,6 +35,7 @@ func metadataN(n int) map[string]string {
 }
 
 func TestRecordInput_Validate(t *testing.T) {
+	t.Parallel()
 	vocab := kura.NewVocabulary()
 	ok := func(mut func(in *kura.RecordInput)) kura.RecordInput {
 		in := kura.RecordInput{Type: "agent.thought", Content: json.RawMessage(`"hi"`), AuthorID: "agent:bmo"}
@@ -166,6 +167,7 @@ func TestRecordInput_Validate(t *testing.T) {
 }
 
 func TestRecordInput_ValidateEveryDefaultType(t *testing.T) {
+	t.Parallel()
 	vocab := kura.NewVocabulary()
 	for _, typ := range kura.DefaultRecordTypes {
 		t.Run(typ, func(t *testing.T) {
@@ -185,6 +187,7 @@ func TestRecordInput_ValidateEveryDefaultType(t *testing.T) {
 }
 
 func TestRecordInput_ValidateFieldPrefix(t *testing.T) {
+	t.Parallel()
 	vocab := kura.NewVocabulary()
 	tests := []struct {
 		name      string
@@ -206,6 +209,7 @@ func TestRecordInput_ValidateFieldPrefix(t *testing.T) {
 }
 
 func TestRecordInput_ValidateUnknownTypeListsAllowed(t *testing.T) {
+	t.Parallel()
 	vocab := kura.NewVocabulary("custom.note")
 	in := kura.RecordInput{Type: "agent.dream", Content: json.RawMessage(`1`), AuthorID: "agent:bmo"}
 	err := in.Validate(vocab, "")
@@ -240,6 +244,7 @@ func TestRecordInput_ValidateUnknownTypeListsAllowed(t *testing.T) {
 // gets the form in words and the pattern, and an unknown type says the
 // vocabulary is configurable and by what.
 func TestRecordInput_ValidateMessages(t *testing.T) {
+	t.Parallel()
 	vocab := kura.NewVocabulary()
 	tests := []struct {
 		name      string
@@ -280,6 +285,7 @@ func TestRecordInput_ValidateMessages(t *testing.T) {
 }
 
 func TestCheckAuthorID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, wantStart string // wantStart "" means valid
 	}{
@@ -304,6 +310,7 @@ func TestCheckAuthorID(t *testing.T) {
 }
 
 func TestVocabulary(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		extra []string
@@ -356,6 +363,7 @@ func TestVocabulary(t *testing.T) {
 }
 
 func TestValidTypeName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want bool

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRedactInput_Validate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		reason string

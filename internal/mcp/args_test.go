@@ -23,6 +23,7 @@ func specNamed(tb testing.TB, name string) *spec {
 }
 
 func TestDecodeArgs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, tool, args string
 		method, target   string
@@ -112,6 +113,7 @@ func mustCompact(s string) string {
 // schema and required when it fills the path; a tool without a body has no
 // other argument.
 func TestTools_SpecsMatchSchemas(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for i := range tools {
 		sp := &tools[i]

@@ -21,6 +21,7 @@ import (
 // author is refused, and each refusal is the HTTP API's own error body for
 // the same call and changes nothing.
 func TestMCP_TokenScopes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
 	const root, wa, ra = "tok-root", "tok-writer-a", "tok-reader-a"

@@ -15,6 +15,7 @@ import (
 // transport refuses it before any tool runs, a call of an unknown tool is
 // an error, and none of it changes the store.
 func TestMCP_BadInput(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	state := func() string {
 		resp, err := http.Get(base + "/v1/info")

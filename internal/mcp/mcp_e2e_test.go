@@ -212,6 +212,7 @@ func same(tb testing.TB, what string, got, want any) {
 // it lists the tools, calls each one and checks every answer against what
 // the HTTP API says about the same data.
 func TestMCP_ToolsMatchHTTP(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	api := httpAPI{t, base}
 	m := listTools(t, connect(t, base+"/mcp", nil))
@@ -373,6 +374,7 @@ func TestMCP_ToolsMatchHTTP(t *testing.T) {
 // route: the tool error must carry exactly the HTTP error body, and
 // nothing may be written.
 func TestMCP_ErrorsMatchHTTP(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	api := httpAPI{t, base}
 	m := listTools(t, connect(t, base+"/mcp", nil))
@@ -461,6 +463,7 @@ func TestMCP_ErrorsMatchHTTP(t *testing.T) {
 // carries the Authorization of the MCP request that made it (each call's
 // own, the handler being stateless), and its remote address.
 func TestMCP_ForwardsAuthorization(t *testing.T) {
+	t.Parallel()
 	type seen struct{ auth, remote, path string }
 	got := make(chan seen, 10)
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

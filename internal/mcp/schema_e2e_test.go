@@ -56,6 +56,7 @@ var schemaWant = map[string]struct {
 // enum (the node kinds and record types being kurad's configured ones),
 // and required lists what the API requires.
 func TestMCP_InputSchemas(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	info := httpAPI{t, base}.json("GET", "/v1/info", "")
 	vocab := map[string]any{"vocab:record_types": info["record_types"], "vocab:node_kinds": info["node_kinds"]}

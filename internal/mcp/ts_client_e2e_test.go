@@ -31,6 +31,7 @@ const tsClientDir = "testdata/ts-client"
 // installed with npm ci from the committed lock when node_modules is
 // missing or holds another version.
 func TestMCP_TypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed: the MCP TypeScript SDK client is not run (install Node.js 18 or later and npm)")

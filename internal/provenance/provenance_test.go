@@ -78,6 +78,7 @@ func render(items []kura.Lineage, forward bool) string {
 }
 
 func TestTree(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		root          string
@@ -171,6 +172,7 @@ func TestTree(t *testing.T) {
 }
 
 func TestTree_JSON(t *testing.T) {
+	t.Parallel()
 	g, vs, _ := graph("belief_b", "belief_b>ep_1", "belief_b>ep_2", "ep_1>r1", "ep_2>r1")
 	items, _ := provenance.Tree(g, vs, 3, 100, false)
 	b, err := json.Marshal(items)
@@ -209,6 +211,7 @@ func TestTree_JSON(t *testing.T) {
 }
 
 func TestEvidence(t *testing.T) {
+	t.Parallel()
 	// belief <- three episodes <- a record each; one episode also cites a
 	// fact (a conclusion: walked through, not listed) built on a note.
 	g, vs, _ := graph("belief_b",
@@ -244,6 +247,7 @@ func TestEvidence(t *testing.T) {
 }
 
 func TestRawSourcesAndDerived(t *testing.T) {
+	t.Parallel()
 	t.Run("RawSources", func(t *testing.T) {
 		g, vs, _ := graph("belief_b", "belief_b>ep_1", "belief_b>ep_2", "ep_1>r1", "ep_2>r1", "ep_2>r2")
 		got := provenance.RawSources("belief:b", g, vs)
@@ -285,6 +289,7 @@ func TestRawSourcesAndDerived(t *testing.T) {
 }
 
 func TestCut(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		n    int

@@ -8,6 +8,7 @@ import (
 )
 
 func TestQueryTerms(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		q    string
 		want []string
@@ -29,6 +30,7 @@ func TestQueryTerms(t *testing.T) {
 }
 
 func TestMatchExpr(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		terms   []string
 		columns []string
@@ -47,6 +49,7 @@ func TestMatchExpr(t *testing.T) {
 }
 
 func TestEditDistance(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b string
 		want int
@@ -78,6 +81,7 @@ func TestEditDistance(t *testing.T) {
 }
 
 func TestMaxEdits(t *testing.T) {
+	t.Parallel()
 	for runes, want := range map[int]int{1: 0, 3: 0, 4: 1, 7: 1, 8: 2, 20: 2} {
 		if got := recall.MaxEdits(runes); got != want {
 			t.Errorf("MaxEdits(%d) = %d, want %d", runes, got, want)
@@ -86,6 +90,7 @@ func TestMaxEdits(t *testing.T) {
 }
 
 func TestFuse(t *testing.T) {
+	t.Parallel()
 	lexical := []string{"a", "b", "c"}
 	semantic := []string{"c", "d", "a"}
 	got := recall.Fuse(lexical, semantic)
@@ -129,6 +134,7 @@ func FuzzMatchExpr(f *testing.F) {
 }
 
 func TestStem_Examples(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"caresses": "caress", "ponies": "poni", "ties": "ti", "cats": "cat", "feed": "feed", "agreed": "agre",
 		"plastered": "plaster", "motoring": "motor", "sing": "sing", "conflated": "conflat", "troubled": "troubl",
@@ -145,6 +151,7 @@ func TestStem_Examples(t *testing.T) {
 }
 
 func TestIndexForm(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"Addresses": "address", "CAFÉS": "cafe", "naïve": "naiv", "ΟΔΟΣ": "οδοσ", "οδος": "οδοσ",
 		"\u212aelvin": "kelvin", "東京": "東京",
@@ -157,6 +164,7 @@ func TestIndexForm(t *testing.T) {
 }
 
 func TestVariants(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		word string
 		want []string

@@ -13,6 +13,7 @@ import (
 // The examples of Porter's paper and the rules' edge cases; the store's
 // tests hold Stem to the engine over a quarter of a million words.
 func TestStem(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"caresses", "caress"}, {"ponies", "poni"}, {"ties", "ti"}, {"caress", "caress"}, {"cats", "cat"},
 		{"feed", "feed"}, {"agreed", "agre"}, {"plastered", "plaster"}, {"bled", "bled"}, {"motoring", "motor"}, {"sing", "sing"},
@@ -46,6 +47,7 @@ func TestStem(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string
@@ -70,6 +72,7 @@ func TestTokens(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
+	t.Parallel()
 	fields := []recall.Field{
 		{Code: "title_match", Text: "Uniswap router addresses"},
 		{Code: "id_match", Text: "fact uniswap-v3"},
@@ -101,6 +104,7 @@ func TestExplain(t *testing.T) {
 }
 
 func TestBM25(t *testing.T) {
+	t.Parallel()
 	doc := func(cols ...string) recall.Doc {
 		d := recall.Doc{}
 		for _, c := range cols {
@@ -164,6 +168,7 @@ func TestBM25(t *testing.T) {
 
 // WithinEdits answers what comparing EditDistance with the bound answers.
 func TestWithinEdits(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(2, 9))
 	alphabet := []rune("abcdé東")
 	word := func() string {
@@ -199,6 +204,7 @@ func TestWithinEdits(t *testing.T) {
 // made from, for words through every rule of the algorithm (Explain skips
 // stemming a token that does not begin so).
 func TestStemKeepsPrefix(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 5))
 	suffixes := strings.Fields("s es ies sses ss ed eed ing ly y ational tional enci anci izer bli abli alli entli eli ousli ization ation ator " +
 		"alism iveness fulness ousness aliti iviti biliti logi icate ative alize iciti ical ful ness al ance ence er ic able ible ant " +

@@ -16,6 +16,7 @@ import (
 // before kurad wrote that marker, only its bundle; no one else's record is
 // withheld for naming a scope.
 func TestAccess_PackedMemoryByScope(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	if _, _, err := db.PutNode(ctx, "alpha", &kura.NodeInput{Kind: "fact", ID: "f", Summary: ptr("alpha's secret"), Lifecycle: ptr("active"), Authority: ptr("trusted")}); err != nil {

@@ -115,6 +115,7 @@ func writeLoad(t *testing.T, db *store.DB, acks *ackLog, stop <-chan struct{}) *
 }
 
 func TestStore_BackupDuringWrites(t *testing.T) {
+	t.Parallel()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := mustOpenAt(t, filepath.Join(t.TempDir(), "kura.db"), key)
 	ctx := context.Background()
@@ -195,6 +196,7 @@ func TestStore_BackupDuringWrites(t *testing.T) {
 }
 
 func TestStore_BackupRefuses(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	mustRecords(t, db, 3)
@@ -269,6 +271,7 @@ func mustBackup(t *testing.T) (ed25519.PrivateKey, string, *store.DB) {
 }
 
 func TestStore_Restore(t *testing.T) {
+	t.Parallel()
 	key, backup, _ := mustBackup(t)
 	pub := key.Public().(ed25519.PublicKey)
 	ctx := context.Background()
@@ -415,6 +418,7 @@ func dirNames(t *testing.T, dir string) []string {
 // A backup rewritten by someone who holds the key passes the manifest
 // check; verifying the copy before it is used still catches the change.
 func TestStore_RestoreVerifiesBeforeUse(t *testing.T) {
+	t.Parallel()
 	key, backup, _ := mustBackup(t)
 	pub := key.Public().(ed25519.PublicKey)
 	ctx := context.Background()

@@ -45,6 +45,7 @@ func mustHistory(t *testing.T, db *store.DB) *kura.Session {
 }
 
 func TestStore_CompactEvents(t *testing.T) {
+	t.Parallel()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	path := filepath.Join(t.TempDir(), "kura.db")
 	db := mustOpenAt(t, path, key)
@@ -195,6 +196,7 @@ func TestStore_CompactEvents(t *testing.T) {
 // A compaction larger than one chunk goes in several transactions and ends
 // with the checkpoint where it was asked to be.
 func TestStore_CompactEventsInChunks(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	defer store.SetCompactChunk(7)()

@@ -60,6 +60,7 @@ func rowCounts(tb testing.TB, db *store.DB) string {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestContext_PreviewWritesNothingCompileWritesOneBundle(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f1", Summary: ptr("token=abc"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
@@ -115,6 +116,7 @@ func TestContext_PreviewWritesNothingCompileWritesOneBundle(t *testing.T) {
 // as_of yesterday sees yesterday's nodes and relations, not today's
 // transitions, and says how stale that is.
 func TestContext_AsOfYesterday(t *testing.T) {
+	t.Parallel()
 	c := &clock{pinned: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)}
 	db := openWithClock(t, c)
 	ctx := context.Background()
@@ -159,6 +161,7 @@ func TestContext_AsOfYesterday(t *testing.T) {
 }
 
 func TestContext_BadRequests(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	for _, tc := range []struct {
 		req   admission.Request
@@ -184,6 +187,7 @@ func TestContext_BadRequests(t *testing.T) {
 // Opening a turn with memory compiles the session's scope, packs use_now
 // into the context ledger and names the bundle on the turn.
 func TestContext_TurnOpenWithMemory(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	mustNode(t, db, "team", kura.NodeInput{Kind: "decision", ID: "d1", Title: ptr("Queue"), Summary: ptr("use a queue"), Lifecycle: ptr("active"), Authority: ptr("verified")})
@@ -240,6 +244,7 @@ func TestContext_TurnOpenWithMemory(t *testing.T) {
 // one change, compiles from the store's choice, and must equal a compile
 // that cannot use a kept read.
 func TestContext_KeptScopeReadFollowsEveryChange(t *testing.T) {
+	t.Parallel()
 	// A still clock: as_of (now) is in every answer.
 	db := openWithClock(t, &clock{pinned: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)})
 	ctx := context.Background()
@@ -320,6 +325,7 @@ func TestContext_KeptScopeReadFollowsEveryChange(t *testing.T) {
 
 // A large bundle is kept gzipped and still comes back byte for byte.
 func TestContext_LargeBundleKeptPackedReturnsSameBytes(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	var ins []kura.NodeInput

@@ -126,6 +126,7 @@ func putNode(t *testing.T, db *store.DB, scope, kind, id, title, summary string)
 }
 
 func TestEmbed_VectorAfterCommit(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	db := openEmbedStore(t, srv, "", "m1", nil)
 	putNode(t, db.DB, "acme", "fact", "car", "Car maintenance", "service the car every spring")
@@ -143,6 +144,7 @@ func TestEmbed_VectorAfterCommit(t *testing.T) {
 }
 
 func TestEmbed_OnlyChangedTextIsEmbeddedAgain(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	db := openEmbedStore(t, srv, "", "m1", nil)
 	putNode(t, db.DB, "acme", "fact", "f1", "Dogs", "walk the dog at noon")
@@ -171,6 +173,7 @@ func TestEmbed_OnlyChangedTextIsEmbeddedAgain(t *testing.T) {
 }
 
 func TestEmbed_WriteSucceedsWithEmbedderDown(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	srv.SetDown(true)
 	db := openEmbedStore(t, srv, "", "m1", nil)
@@ -198,6 +201,7 @@ func TestEmbed_WriteSucceedsWithEmbedderDown(t *testing.T) {
 // worker still asks a failing embedder again (with backoff), so the state
 // turns ok only once it really answers.
 func TestEmbed_FailingUntilTheEmbedderAnswers(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	srv.SetDown(true)
 	db := openEmbedStore(t, srv, "", "m1", nil)
@@ -213,6 +217,7 @@ func TestEmbed_FailingUntilTheEmbedderAnswers(t *testing.T) {
 // one text (as llama.cpp answers 500 to a text longer than it takes) gets
 // the others of the batch alone; the refused node waits for a new text.
 func TestEmbed_RefusedTextDoesNotHoldOthersBack(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	srv.SetRefuse(func(text string) bool { return strings.Contains(text, "poison") })
 	// Looks over every node come often: each would send the refused text
@@ -254,6 +259,7 @@ func TestEmbed_RefusedTextDoesNotHoldOthersBack(t *testing.T) {
 }
 
 func TestEmbed_ModelChangeReembeds(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	path := filepath.Join(t.TempDir(), "kura.db")
@@ -329,6 +335,7 @@ func seedMeaning(t *testing.T, db *embedStore) {
 }
 
 func TestSearchMemory_Hybrid(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	db := openEmbedStore(t, srv, "", "m1", nil)
 	seedMeaning(t, db)
@@ -380,6 +387,7 @@ func TestSearchMemory_Hybrid(t *testing.T) {
 }
 
 func TestSearchMemory_EmbedderDownAtQuery(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	db := openEmbedStore(t, srv, "", "m1", nil)
 	seedMeaning(t, db)
@@ -403,6 +411,7 @@ func TestSearchMemory_EmbedderDownAtQuery(t *testing.T) {
 // TestSearchMemory_ScopeBound: the nearest node by meaning in another
 // scope is never a hit.
 func TestSearchMemory_ScopeBound(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	db := openEmbedStore(t, srv, "", "m1", nil)
 	putNode(t, db.DB, "alpha", "fact", "a", "Dog walking", "walk the dog at noon")
@@ -424,6 +433,7 @@ func TestSearchMemory_ScopeBound(t *testing.T) {
 // reached is named in neither the search's warning nor /v1/info's
 // last_error, which every reader sees: its address is the operator's.
 func TestSearchMemory_WarningsSayNotWhere(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	db := openEmbedStore(t, srv, "", "m1", nil)
 	seedMeaning(t, db)
@@ -439,6 +449,7 @@ func TestSearchMemory_WarningsSayNotWhere(t *testing.T) {
 }
 
 func TestSearchMemory_NoEmbedder(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	title, summary := "Car maintenance", "service the car"
 	if _, _, err := db.PutNode(t.Context(), "acme", &kura.NodeInput{Kind: "fact", ID: "car", Title: &title, Summary: &summary}); err != nil {

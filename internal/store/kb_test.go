@@ -73,6 +73,7 @@ func specIdents(idx []int) []string {
 }
 
 func TestKB_SpecExamples(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	for _, in := range kbtest.Entries {
@@ -168,6 +169,7 @@ func TestKB_SpecExamples(t *testing.T) {
 }
 
 func TestKB_ScopesNeverLeak(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	mustKB(t, db, "shared", kura.KBEntryInput{Scope: "defi", Identifier: "Uniswap pools", Keys: []string{"Uniswap", "DEX"}, Value: "Pool: 0x123..."})
@@ -221,6 +223,7 @@ func TestKB_ScopesNeverLeak(t *testing.T) {
 }
 
 func TestKB_LimitsAtTheirBoundaries(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	keys := func(n int, k string) []string { return slices.Repeat([]string{k}, n) }
@@ -304,6 +307,7 @@ func TestKB_LimitsAtTheirBoundaries(t *testing.T) {
 }
 
 func TestKB_HistoryVersionsAndEvents(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	start := db.LastEventSeq()
@@ -407,6 +411,7 @@ func TestKB_HistoryVersionsAndEvents(t *testing.T) {
 }
 
 func TestKB_BatchUpsert(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	mustKB(t, db, "b", kura.KBEntryInput{Identifier: "one", Value: "old"})
@@ -434,11 +439,13 @@ func TestKB_BatchUpsert(t *testing.T) {
 // intersection of in-memory postings (kbcache.go), which here serves every
 // counted query and must follow each change through the generations.
 func TestKB_MatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		cacheMin int
 	}{{"sql", 1 << 30}, {"cached", 1}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			db := MustOpenStore(t)
 			db.SetKBCacheMin(tc.cacheMin)
 			testKBMatchesBruteForce(t, db)
@@ -586,6 +593,7 @@ func describe(q kura.KBQuery) string {
 }
 
 func TestKB_Lookup(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	for _, in := range kbtest.Entries {
@@ -633,6 +641,7 @@ func TestKB_Lookup(t *testing.T) {
 // SQLite's plan for each query form holds no full scan of a table, and
 // every search of kb_terms is a MATCH restricted to the scope's rowids.
 func TestKB_QueriesUseTheIndexes(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	var batch []kura.KBEntryInput
@@ -679,6 +688,7 @@ func TestKB_QueriesUseTheIndexes(t *testing.T) {
 // then from the copies; a write moves the generation, so the next answer
 // sees it (from SQL again) and never a stale copy.
 func TestKB_CachedPostingsFollowWrites(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	var batch []kura.KBEntryInput
@@ -722,6 +732,7 @@ func TestKB_CachedPostingsFollowWrites(t *testing.T) {
 // subject from the migration, deleted and cleared entries included; other
 // events keep theirs.
 func TestKB_EventScopeMigration(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "kura.db")
 	db := mustOpenAt(t, path, nil)
@@ -786,6 +797,7 @@ func TestKB_EventScopeMigration(t *testing.T) {
 // with every entry in both new indexes, answers the strict queries exactly
 // as before, and keeps taking writes.
 func TestKB_FTSMigration(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "kura.db")
 	raw := rawDB(t, path)
@@ -918,6 +930,7 @@ func mustJSON(tb testing.TB, v any) string {
 // digit), İ is not I, accents and stems never match, final sigma and the
 // Kelvin sign fold.
 func TestKB_StrictQueriesStayExact(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	var ref kb.Ledger
 	for _, in := range []kura.KBEntryInput{

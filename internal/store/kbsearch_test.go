@@ -72,6 +72,7 @@ func reason(h kura.KBHit, code string) string {
 // TestKB_Search: ranking, stemming, stop words, rare words, typos and
 // explanations, question by question.
 func TestKB_Search(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	rankSeed(t, db)
 	tests := []struct {
@@ -164,6 +165,7 @@ func TestKB_Search(t *testing.T) {
 // TestKB_LookupRanked: the strict matches come first, exactly as the
 // strict mode gives them, then the best-ranked others.
 func TestKB_LookupRanked(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	rankSeed(t, db)
 	ctx := context.Background()
@@ -223,6 +225,7 @@ func TestKB_LookupRanked(t *testing.T) {
 // TestKB_SearchFollowsWrites: the ranking index changes with the entry,
 // in the same transaction: put, batch replace, patch, delete, clear.
 func TestKB_SearchFollowsWrites(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	find := func(q string) []string { t.Helper(); return hitIdents(search(t, db, "", q, 0)) }
@@ -271,6 +274,7 @@ func TestKB_SearchFollowsWrites(t *testing.T) {
 // find more entries than the page, common words re-ranking them, and
 // common words finding entries alone when no rare word does.
 func TestKB_SearchBoundedPaths(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	db.SetKBRankBounds(40, 30)
 	var batch []kura.KBEntryInput
@@ -324,6 +328,7 @@ func TestKB_SearchBoundedPaths(t *testing.T) {
 // the same scores, the same order. Random content from the KB workload
 // (multi-byte words, case variants, punctuation), random questions.
 func TestKB_SearchMatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(11, 13))

@@ -36,6 +36,7 @@ func wantCode(tb testing.TB, err error, code string) {
 }
 
 func TestMemory_VersionsAsOfAndConfidenceHistory(t *testing.T) {
+	t.Parallel()
 	db, clk := mustOpenClocked(t)
 	ctx := context.Background()
 	n1, created, err := db.PutNode(ctx, "hashi", &kura.NodeInput{Kind: "belief", ID: "rest", Title: ptr("REST"), Summary: ptr("use REST"), Confidence: ptr(0.6)})
@@ -78,6 +79,7 @@ func TestMemory_VersionsAsOfAndConfidenceHistory(t *testing.T) {
 }
 
 func TestMemory_BadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	mustNode(t, db, "hashi", kura.NodeInput{Kind: "episode", ID: "e1", Summary: ptr("x")})
@@ -122,6 +124,7 @@ func TestMemory_BadInputWritesNothing(t *testing.T) {
 
 // A revise that fails after any of its steps leaves nothing behind.
 func TestMemory_ReviseIsAtomic(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	mustNode(t, db, "hashi", kura.NodeInput{Kind: "belief", ID: "old", Summary: ptr("v1"), Lifecycle: ptr("active"), Confidence: ptr(0.9)})
@@ -169,6 +172,7 @@ func TestMemory_ReviseIsAtomic(t *testing.T) {
 }
 
 func TestMemory_ScopesNeverMeet(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	for _, scope := range []string{"alpha", "beta"} {
@@ -195,6 +199,7 @@ func TestMemory_ScopesNeverMeet(t *testing.T) {
 }
 
 func TestMemory_SearchScoresAndExplains(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	mustNode(t, db, "s", kura.NodeInput{Kind: "belief", ID: "b1", Title: ptr("Payments retry"), Summary: ptr("retry with backoff"), Lifecycle: ptr("active")})
@@ -259,6 +264,7 @@ func TestMemory_SearchScoresAndExplains(t *testing.T) {
 // Equal scores come out oldest first, whatever the refs: ties are broken
 // by creation (nid), and a cut at the limit keeps the oldest.
 func TestMemory_SearchTiesByCreation(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	for _, ref := range []string{"fact:zz", "belief:mm", "fact:aa", "belief:bb"} {
@@ -298,6 +304,7 @@ func TestMemory_SearchTiesByCreation(t *testing.T) {
 // here, from the nodes' text, by recall.BM25) ranks, for random nodes,
 // updates and queries: the same nodes, the same order, the same scores.
 func TestMemory_SearchMatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -394,6 +401,7 @@ func TestMemory_SearchMatchesBruteForce(t *testing.T) {
 }
 
 func TestMemory_TurnCloseExtractsMemoryRecords(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	s, err := db.CreateSession(ctx, &kura.SessionInput{Project: "hashi", Name: "m", Scope: "team"})
@@ -444,6 +452,7 @@ func TestMemory_TurnCloseExtractsMemoryRecords(t *testing.T) {
 // derived_from lists, at the same depths, each node once, even where the
 // CTE meets again nodes the levels already reached by a shorter path.
 func TestProvenance_DerivedMatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	rec := mustRecords(t, db, 1)[0]
@@ -543,6 +552,7 @@ func TestProvenance_DerivedMatchesBruteForce(t *testing.T) {
 // neither its owner nor an admin and writes nothing; each version keeps
 // who wrote it.
 func TestMemory_OwnedNodeRewrite(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	a := kura.Writer{Identity: "agent:a"}
@@ -613,6 +623,7 @@ func TestMemory_OwnedNodeRewrite(t *testing.T) {
 // A close by a caller that may not write the session's scope seals the
 // turn and extracts nothing, and says what it left.
 func TestMemory_TurnCloseWithoutScopeExtractsNothing(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	s, err := db.CreateSession(ctx, &kura.SessionInput{Project: "hashi", Name: "m", Scope: "team"})

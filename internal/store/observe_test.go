@@ -29,6 +29,7 @@ func quietStore(t *testing.T) *store.DB {
 }
 
 func TestStore_OnBatch(t *testing.T) {
+	t.Parallel()
 	db := quietStore(t)
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -110,6 +111,7 @@ func TestStore_OnBatch(t *testing.T) {
 }
 
 func TestStore_Written(t *testing.T) {
+	t.Parallel()
 	db := quietStore(t)
 	ctx := context.Background()
 	w := db.Written()

@@ -57,6 +57,7 @@ func flatten(items []kura.Lineage) []string {
 }
 
 func TestProvenance_ConsolidatedBelief(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	recs := consolidated(t, db, "hashi")
@@ -181,6 +182,7 @@ func TestProvenance_ConsolidatedBelief(t *testing.T) {
 }
 
 func TestProvenance_DiamondIsSharedOnce(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	rec := mustRecords(t, db, 1)[0]
@@ -236,6 +238,7 @@ func lineageState(t *testing.T, db *store.DB, scope, ref, rootRecord string) str
 }
 
 func TestProvenance_LongChainAndCycles(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	rec := mustRecords(t, db, 1)[0]
@@ -310,6 +313,7 @@ func TestProvenance_LongChainAndCycles(t *testing.T) {
 }
 
 func TestProvenance_ScopesNeverSeeEachOther(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	rec := mustRecords(t, db, 1)[0]
@@ -372,6 +376,7 @@ func TestProvenance_ScopesNeverSeeEachOther(t *testing.T) {
 }
 
 func TestProvenance_BadInput(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	recs := consolidated(t, db, "hashi")

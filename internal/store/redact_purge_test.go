@@ -78,6 +78,7 @@ func bigLedgerWithSecret(t *testing.T, db *store.DB, n int) (ledgerID, recordID,
 // RedactRecord returns, the marker is in neither kura.db nor kura.db-wal,
 // and the purge says complete.
 func TestStore_RedactPurgesWhileAClientStalls(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "kura.db")
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
@@ -188,6 +189,7 @@ func TestStore_RedactPurgePendingThenDone(t *testing.T) {
 // backups running: they fail (EUnavailable, retry) and leave nothing, and
 // the next backup holds no content.
 func TestStore_RedactionAbandonsRunningBackups(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "kura.db")
 	_, key, _ := ed25519.GenerateKey(rand.Reader)

@@ -44,6 +44,7 @@ func withIdemKey(key string) kura.WriteOption {
 }
 
 func TestStore_RedactRecord(t *testing.T) {
+	t.Parallel()
 	for _, size := range []struct {
 		name string
 		pad  int
@@ -244,6 +245,7 @@ func TestStore_RedactRecord(t *testing.T) {
 }
 
 func TestStore_RedactedRecordSurvivesReopen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "kura.db")
 	key := newKey(t)

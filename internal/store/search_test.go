@@ -76,6 +76,7 @@ func engineTokens(tb testing.TB, texts []string) [][]string {
 // (combining marks, ligatures, wide forms, emoji, scripts without case),
 // and one code point at a time across Unicode.
 func TestSearch_TokensAgreeWithEngine(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 5))
 	var texts []string
 	suffixes := strings.Fields("s es ies sses ss ed eed ing ly y ational tional enci anci izer bli abli alli entli eli ousli ization ation ator " +
@@ -122,6 +123,7 @@ func TestSearch_TokensAgreeWithEngine(t *testing.T) {
 // (node_text) and the same derivation in Go (which ranks memory as of the
 // past) give every node the same texts.
 func TestSearch_NodeTextAgreesWithTextOf(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	metas := []string{`{}`, `{"team":"payments","n":3}`, `{"a":[1.5,true,false,null,"x y"],"b":{"c":100.0,"d":-7}}`,
 		`{"big":1e21,"small":1.5e-7,"huge":123456789012345678901234567890,"third":0.30000000000000004}`, `{"k":"é\nü","nested":[[["deep"]]]}`,
@@ -202,6 +204,7 @@ func fill(tb testing.TB, db *store.DB, scope string, n int) {
 // case: each case writes its nodes (and filler) to a fresh scope and
 // expects the refs in order.
 func TestSearch_Ranking(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	type node struct{ ref, title, summary string }
 	tests := []struct {
@@ -274,6 +277,7 @@ func TestSearch_Ranking(t *testing.T) {
 // TestSearch_Explains: the reasons name each field a query word was found
 // in and the words as the query gave them, stemmed matches included.
 func TestSearch_Explains(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	mustNode(t, db, "s", kura.NodeInput{Kind: "decision", ID: "uniswap-router", Title: ptr("Router addresses"), Summary: ptr("Uniswap routes swaps"),
 		TargetFiles: []string{"contracts/Router.sol"}, Owner: ptr("agent:bmo"), PayloadRef: ptr("s3://routers/v3"),
@@ -301,6 +305,7 @@ func TestSearch_Explains(t *testing.T) {
 // held only by a misspelt node leads to the word meant, after the exact
 // hits; words of other scopes are not offered.
 func TestSearch_MisspeltWord(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "router", Title: ptr("Uniswap router"), Summary: ptr("the router address is 0x68b3")})
@@ -377,6 +382,7 @@ func refsOf(res []kura.SearchResult) []string {
 // revision, a transition, a turn's extraction; and a failed batch leaves
 // nothing in the index.
 func TestSearch_IndexFollowsEveryWrite(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	fill(t, db, "s", 8)
@@ -428,6 +434,7 @@ func TestSearch_IndexFollowsEveryWrite(t *testing.T) {
 // index existed (its nodes, their words in node_terms) gets every node
 // indexed by the migration, node_terms dropped, and search finds them.
 func TestSearch_MigrationIndexesExistingNodes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "kura.db")
 	db := mustOpenAt(t, path, nil)
@@ -485,6 +492,7 @@ func TestSearch_MigrationIndexesExistingNodes(t *testing.T) {
 // buckets do not change; a compile as of now over an unchanged scope ranks
 // as the current one does.
 func TestSearch_CompileOrdersByRanking(t *testing.T) {
+	t.Parallel()
 	c := &clock{pinned: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)}
 	db := openWithClock(t, c)
 	ctx := context.Background()
@@ -566,6 +574,7 @@ func TestSearch_CompileOrdersByRanking(t *testing.T) {
 // newest; a query of common words only ranks the newest nodes holding
 // them. Scores are always the exact ones (BM25 over the scope, recall.BM25).
 func TestSearch_BoundedRanking(t *testing.T) {
+	t.Parallel()
 	defer store.SetRankBounds(10, 12, 6)()
 	db := MustOpenStore(t)
 	ctx := context.Background()

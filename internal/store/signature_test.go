@@ -148,6 +148,7 @@ func problemFields(v *kura.SessionVerification) string {
 }
 
 func TestStore_SignaturesCatchWhatHashesCannot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	type setup struct {
 		db      *store.DB

@@ -14,6 +14,7 @@ import (
 // accented and capitalized words) is indexed by SQLite FTS5 under exactly
 // the form IndexForm gives it.
 func TestRecall_IndexFormAgreesWithFTS5(t *testing.T) {
+	t.Parallel()
 	body, err := os.ReadFile("testdata/english_words.txt")
 	if err != nil {
 		t.Fatal(err)

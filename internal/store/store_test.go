@@ -113,6 +113,7 @@ func ids(recs []kura.Record) []string {
 }
 
 func TestStore_RecordHashesAreRecomputable(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	r, err := db.CreateRecord(context.Background(), &kura.RecordInput{Type: "agent.thought",
 		Content: json.RawMessage(`{"text": "REST feels clean"}`), AuthorID: "agent:bmo",
@@ -137,6 +138,7 @@ func TestStore_RecordHashesAreRecomputable(t *testing.T) {
 }
 
 func TestStore_Dedup(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	in := thought(1)
@@ -162,6 +164,7 @@ func TestStore_Dedup(t *testing.T) {
 }
 
 func TestStore_BatchIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	mustRecords(t, db, 2)
@@ -200,6 +203,7 @@ func TestStore_BatchIsAllOrNothing(t *testing.T) {
 }
 
 func TestStore_GroupCommit(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	const n = 200
@@ -237,6 +241,7 @@ func TestStore_GroupCommit(t *testing.T) {
 }
 
 func TestStore_ListRecordsFiltersAndPages(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	recs := mustRecords(t, db, 25)
@@ -271,6 +276,7 @@ func TestStore_ListRecordsFiltersAndPages(t *testing.T) {
 }
 
 func TestStore_LedgerVerifyAndProof(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	recs := mustRecords(t, db, 7)
@@ -329,6 +335,7 @@ func TestStore_LedgerVerifyAndProof(t *testing.T) {
 // TestStore_VerifyFindsFileEdits makes each edit an attacker with write
 // access to the SQLite file might make and checks that verify names it.
 func TestStore_VerifyFindsFileEdits(t *testing.T) {
+	t.Parallel()
 	type edit struct {
 		name      string
 		sql       func(l *kura.Ledger, recs []kura.Record) []string
@@ -405,6 +412,7 @@ func TestStore_VerifyFindsFileEdits(t *testing.T) {
 }
 
 func TestStore_RefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kura.db")
 	db := mustOpenAt(t, path, nil)
 	mustRecords(t, db, 1)
@@ -425,6 +433,7 @@ func TestStore_RefusesNewerSchema(t *testing.T) {
 }
 
 func TestStore_CloseDrainsAndRefuses(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kura.db")
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := mustOpenAt(t, path, key)
@@ -468,6 +477,7 @@ func TestStore_CloseDrainsAndRefuses(t *testing.T) {
 // JSON of hydrate to the bytes kura.Record.AppendJSON writes for the same
 // record read by id.
 func TestStore_HydrateJSONMatchesRecordJSON(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	recs, err := db.CreateRecords(ctx, []kura.RecordInput{
@@ -507,6 +517,7 @@ func TestStore_HydrateJSONMatchesRecordJSON(t *testing.T) {
 }
 
 func TestStore_HydratePagesAcrossSplit(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	recs := mustRecords(t, db, 700)
@@ -538,6 +549,7 @@ func TestStore_HydratePagesAcrossSplit(t *testing.T) {
 // they wrote) and a panicking job into one batch: the good ones commit,
 // the others leave nothing behind.
 func TestStore_FailedJobInSharedBatch(t *testing.T) {
+	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
 	const n = 30

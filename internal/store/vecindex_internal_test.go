@@ -12,6 +12,7 @@ import (
 )
 
 func TestBinaryIndex_Rank(t *testing.T) {
+	t.Parallel()
 	// Without a mean, a code is the signs of the vector: these four differ
 	// from the query (+ + + + - - - -) in 0, 2, 4 and 8 signs.
 	vs := map[int64][]float32{
@@ -108,6 +109,7 @@ func TestBinaryIndex_Rank(t *testing.T) {
 // Hamming distance alone and refined. Without the centring the Hamming
 // distance alone finds about 0.84 of it.
 func TestBinaryIndex_Recall(t *testing.T) {
+	t.Parallel()
 	const dims, n, topics, queries = 384, 5000, 500, 40
 	r := rand.New(rand.NewPCG(1, 2))
 	gauss := func(scale float64) []float32 {
@@ -187,6 +189,7 @@ func TestBinaryIndex_Recall(t *testing.T) {
 }
 
 func TestVectorEncoding(t *testing.T) {
+	t.Parallel()
 	v := []float32{0, 1, -1.5, float32(math.Pi), math.SmallestNonzeroFloat32, math.MaxFloat32}
 	b := encodeVector(v)
 	if len(b) != 4*len(v) || b[4] != 0 || b[7] != 0x3f { // 1.0 = 0x3f800000, little-endian
@@ -204,6 +207,7 @@ func TestVectorEncoding(t *testing.T) {
 }
 
 func TestEmbedText(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", maxEmbedText)
 	tests := []struct {
 		name                     string
@@ -225,6 +229,7 @@ func TestEmbedText(t *testing.T) {
 }
 
 func TestCosine(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b []float32
 		want float64
@@ -243,6 +248,7 @@ func TestCosine(t *testing.T) {
 }
 
 func TestFuseResults(t *testing.T) {
+	t.Parallel()
 	node := func(ref string) *nodeRow { return &nodeRow{Node: kura.Node{Ref: ref}} }
 	nodes := map[int64]*nodeRow{1: node("fact:a"), 2: node("fact:c"), 3: node("fact:d")}
 	kindFilter := kura.SearchReason{Code: "kind_filter", Detail: "fact"}

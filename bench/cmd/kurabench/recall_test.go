@@ -60,6 +60,7 @@ func dot(a, b []float64) float64 {
 }
 
 func TestEmbedServer_StandIn(t *testing.T) {
+	t.Parallel()
 	e, err := startEmbedServer("")
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +96,7 @@ func TestEmbedServer_StandIn(t *testing.T) {
 }
 
 func TestEmbedServer_Proxy(t *testing.T) {
+	t.Parallel()
 	up, err := startEmbedServer("")
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +120,8 @@ func TestEmbedServer_Proxy(t *testing.T) {
 	}
 }
 
+// Not parallel: waitEmbedded tells idleness by time, which other tests
+// loading the machine would blur.
 func TestWaitEmbedded(t *testing.T) {
 	b := &bench{cfg: &config{}}
 	k := &kuradProc{exited: make(chan struct{})}
@@ -196,6 +200,7 @@ func TestWaitEmbedded(t *testing.T) {
 
 // The lookup text is parsed the way kurad writes it (kb.FormatLookup).
 func TestLookupIdentifiers(t *testing.T) {
+	t.Parallel()
 	entries := []kura.KBEntry{
 		{Identifier: "Uniswap V3 SwapRouter contract address on Base", Value: "0xabc\n--- not an entry ---"},
 		{Identifier: "Billing service log location (production)", Value: "/var/log/billing"},
@@ -212,6 +217,7 @@ func TestLookupIdentifiers(t *testing.T) {
 }
 
 func TestScoreMemory(t *testing.T) {
+	t.Parallel()
 	qs := []evalset.Question{
 		{Evidence: []string{"a"}},      // found first
 		{Evidence: []string{"b"}},      // found 6th
@@ -253,6 +259,7 @@ func TestKuradEnv(t *testing.T) {
 }
 
 func TestInfoMentions(t *testing.T) {
+	t.Parallel()
 	var info map[string]any
 	_ = json.Unmarshal([]byte(`{"version":"x","recall":{"embedder":{"model":"m"}},"list":[{"a":1}]}`), &info)
 	if !infoMentions(info, "embed") || infoMentions(info, "vector") || infoMentions(nil, "embed") {

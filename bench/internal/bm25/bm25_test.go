@@ -21,6 +21,7 @@ var corpus = []string{"The cat sat on the mat.", "the dog SAT", "cats and dogs"}
 //	tf part, f=1, |D|=6: 2.2/2.65 = 0.830189;  f=2, |D|=6: 4.4/3.65 = 1.205479
 //	tf part, f=1, |D|=3: 2.2/1.975 = 1.113924
 func TestIndex_Score(t *testing.T) {
+	t.Parallel()
 	ix := bm25.New(corpus)
 	tests := []struct {
 		name string
@@ -52,6 +53,7 @@ func TestIndex_Score(t *testing.T) {
 }
 
 func TestIDF(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		N, n int
 		want float64
@@ -70,6 +72,7 @@ func TestIDF(t *testing.T) {
 }
 
 func TestIndex_Search(t *testing.T) {
+	t.Parallel()
 	ix := bm25.New(corpus)
 	docs := func(hs []bm25.Hit) []int {
 		out := []int{}
@@ -113,6 +116,7 @@ func TestIndex_Search(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string

@@ -17,6 +17,7 @@ const (
 )
 
 func TestMemory_SizesAndIntegrity(t *testing.T) {
+	t.Parallel()
 	s := Memory(MemoryConfig{Seed: 1, Conversations: fullConversations})
 	if len(s.Conversations) < 10 || s.Turns() < 5000 || len(s.Questions) < 1000 {
 		t.Fatalf("got %d conversations, %d turns, %d questions; want at least 10, 5,000 and 1,000", len(s.Conversations), s.Turns(), len(s.Questions))
@@ -93,6 +94,7 @@ func TestMemory_SizesAndIntegrity(t *testing.T) {
 }
 
 func TestMemory_Deterministic(t *testing.T) {
+	t.Parallel()
 	a := Memory(MemoryConfig{Seed: 7, Conversations: 3})
 	b := Memory(MemoryConfig{Seed: 7, Conversations: 3})
 	if !reflect.DeepEqual(a, b) {
@@ -111,6 +113,7 @@ func TestMemory_Deterministic(t *testing.T) {
 // Every fact type, drawn many times: each telling holds every answer, and
 // no distractor or reaction gives one away.
 func TestFactTypes_Templates(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	names := map[string]bool{}
 	for i := range factTypes {
@@ -168,6 +171,7 @@ func TestFactTypes_Templates(t *testing.T) {
 }
 
 func TestKB_SizesAndIntegrity(t *testing.T) {
+	t.Parallel()
 	s := KB(KBConfig{Seed: 1, Questions: fullKBQuestions})
 	if len(s.Entries) < 2000 || len(s.Questions) < 1000 {
 		t.Fatalf("got %d entries and %d questions; want at least 2,000 and 1,000", len(s.Entries), len(s.Questions))
@@ -214,6 +218,7 @@ func TestKB_SizesAndIntegrity(t *testing.T) {
 
 // Questions left open name every entry that answers them.
 func TestKB_Relevance(t *testing.T) {
+	t.Parallel()
 	s := KB(KBConfig{Seed: 1, Questions: fullKBQuestions})
 	for _, q := range s.Questions {
 		if !strings.HasPrefix(q.Text, "what is the uniswap router address") {
@@ -236,6 +241,7 @@ func TestKB_Relevance(t *testing.T) {
 }
 
 func TestFill(t *testing.T) {
+	t.Parallel()
 	v := map[string]string{"when": "yesterday", "P's": "Jo's"}
 	if got := fill("{When} {P's} dog, {when}.", v); got != "Yesterday Jo's dog, yesterday." {
 		t.Errorf("got %q", got)
@@ -249,6 +255,7 @@ func TestFill(t *testing.T) {
 }
 
 func TestKeywords(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"When did Caroline go to the LGBTQ support group?", "Caroline go LGBTQ support group"},
 		{"What is Arjun's favorite movie?", "Arjun's favorite movie"},
@@ -262,6 +269,7 @@ func TestKeywords(t *testing.T) {
 }
 
 func TestTypo(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 3))
 	for range 500 {
 		in := "What does Melanie paint on Sundays?"
