@@ -6,6 +6,7 @@ package kuradtest
 import (
 	"context"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,29 @@ import (
 type Options struct {
 	Configure func(*daemon.Config)
 	LogOutput io.Writer // nil: discarded
+	Clock     *Clock    // nil: the wall clock
+}
+
+// Clock is a store clock a test moves instead of sleeping: it runs with
+// the wall clock plus an offset that Advance adds to, so a turn's deadline
+// or lease passes at once and everything else behaves as in production.
+type Clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+// Now is the clock's time, for daemon.Config.Now.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
 }
 
 // Start runs a kurad for the test and returns its base URL. It is stopped
@@ -42,6 +66,9 @@ func StartMain(tb testing.TB, o Options) *Daemon {
 	cfg.NATSAddr = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
 	cfg.KeyFile = cfg.DataDir + "/kurad.key"
+	if o.Clock != nil {
+		cfg.Now = o.Clock.Now
+	}
 	if o.Configure != nil {
 		o.Configure(&cfg)
 	}
