@@ -44,6 +44,7 @@ type verification struct {
 // through SQLite: the file stays structurally sound, so kurad starts, and
 // verification names the records whose content no longer matches.
 func TestCorruption_RecordContentChanged(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := start(t, dataDir)
 	var recs []string
@@ -126,6 +127,7 @@ func TestCorruption_RecordContentChanged(t *testing.T) {
 // table while kurad is stopped: the startup check finds it and kurad exits
 // with status 1 and SQLite's findings instead of serving.
 func TestCorruption_DamagedPageStopsStart(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := start(t, dataDir)
 	for i := range 10 {
@@ -181,6 +183,7 @@ func TestCorruption_DamagedPageStopsStart(t *testing.T) {
 // verifies, batches are whole or absent, and a client holding the lost head
 // hash is told the chain was cut.
 func TestCorruption_TruncatedWAL(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := start(t, dataDir)
 	sid, _, _ := turnSession(t, p.Base, "wal", []string{`{"type":"agent.thought","content":"before","author_id":"agent:rel"}`})

@@ -127,6 +127,7 @@ func checkWritesAgain(t *testing.T, base string, acked map[string]string) {
 // (PRAGMA max_page_count): SQLite answers SQLITE_FULL from its pager, the
 // same code a full disk gives, without filling the machine. It always runs.
 func TestDiskFull_PageLimit(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	base := d.BaseURL()
 	mustCall(t, "POST", base+"/v1/records", `{"type":"agent.thought","content":{"before":"the limit"},"author_id":"agent:rel"}`, 201, nil)
@@ -160,6 +161,7 @@ func TestDiskFull_PageLimit(t *testing.T) {
 // ftruncate and its shared memory, as on a full SD card. Mounting needs
 // root (CAP_SYS_ADMIN); elsewhere the test skips and says why.
 func TestDiskFull_Tmpfs(t *testing.T) {
+	t.Parallel()
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a size-limited tmpfs here (needs root and CAP_SYS_ADMIN): %v %s; TestDiskFull_PageLimit covers the storage boundary", err, out)

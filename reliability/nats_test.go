@@ -20,6 +20,7 @@ import (
 // /readyz reports the degraded doorbell, and once the connection stays up
 // a subscriber receives every event it missed, in seq order, each once.
 func TestNATSLoss_WritesGoOnAndEveryEventFollowsInOrder(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	base := d.BaseURL()
 	srv := d.Bus().Server()
