@@ -223,6 +223,7 @@ func (b *book) subscribe(t *testing.T, natsAddr string) *nats.Conn {
 // write load (single records, batches, turns opened, appended and closed,
 // memory nodes), cycle after cycle on one data directory, and after every
 // kill checks what is on disk and, after the restart, what kurad serves.
+//
 // Not parallel: its kill lands at a moment of its own load; other tests
 // sharing the machine would thin that load out.
 func TestCrash_SIGKILLUnderMixedLoad(t *testing.T) {

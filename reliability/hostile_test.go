@@ -101,6 +101,7 @@ func hostileBody(r *rand.Rand, kind int) (string, []byte, string) {
 // reads: its every request must succeed within the latency bound, every
 // hostile request must get a 4xx with the error body, and nothing hostile
 // may change the data.
+//
 // Not parallel: it bounds the correct client's latency, which other tests
 // loading the machine would skew.
 func TestHostile_BadInputUnderLoad(t *testing.T) {
