@@ -137,8 +137,13 @@ func TestEmbed_VectorAfterCommit(t *testing.T) {
 	if want := embedtest.Vector("m1", "Car maintenance\nservice the car every spring", testDims); !slices.Equal(v.vec, want) {
 		t.Fatalf("stored vector is not the embedding of the node's title and summary")
 	}
-	info := db.EmbedderInfo()
-	if info == nil || info.Model != "m1" || info.Dims != testDims || info.State != "ok" || info.Embedded < 1 {
+	// The worker counts a batch just after committing its vectors: the
+	// count may trail the vector by a moment.
+	var info *kura.EmbedderInfo
+	if !testwait.Until(testwait.Default, func() bool {
+		info = db.EmbedderInfo()
+		return info != nil && info.Model == "m1" && info.Dims == testDims && info.State == "ok" && info.Embedded >= 1
+	}) {
 		t.Fatalf("info %+v; want model m1, %d dims, state ok, embedded >= 1", info, testDims)
 	}
 }
