@@ -45,11 +45,16 @@ func engineTokens(tb testing.TB, texts []string) [][]string {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	ins, err := tx.Prepare("INSERT INTO t(rowid, a) VALUES(?, ?)") // parsed once, not per text (about a fifth of the test under -race)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	for i, s := range texts {
-		if _, err := tx.Exec("INSERT INTO t(rowid, a) VALUES(?, ?)", i+1, s); err != nil {
+		if _, err := ins.Exec(i+1, s); err != nil {
 			tb.Fatal(err)
 		}
 	}
+	ins.Close()
 	if err := tx.Commit(); err != nil {
 		tb.Fatal(err)
 	}
