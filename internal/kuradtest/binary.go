@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // BuildKurad builds the real kurad binary into a temporary directory, for
@@ -78,25 +80,30 @@ func StartBinary(tb testing.TB, bin, dataDir string, env []string, extra ...stri
 // fails the test if the process exits first or d passes.
 func (p *Proc) WaitReady(tb testing.TB, dataDir string, d time.Duration) {
 	tb.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(filepath.Join(dataDir, "kurad.addr")); err == nil {
-			var a struct{ HTTP, NATS string }
-			if json.Unmarshal(b, &a) == nil && a.HTTP != "" {
-				p.Base, p.NATS = "http://"+a.HTTP, a.NATS
-				if resp, err := http.Get(p.Base + "/readyz"); err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusOK {
-						return
-					}
-				}
-			}
-		}
+	ready := testwait.Until(d, func() bool {
 		select {
 		case <-p.done:
 			tb.Fatalf("kurad exited during start: %v\n%s", p.err, p.Log)
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
+		b, err := os.ReadFile(filepath.Join(dataDir, "kurad.addr"))
+		if err != nil {
+			return false
+		}
+		var a struct{ HTTP, NATS string }
+		if json.Unmarshal(b, &a) != nil || a.HTTP == "" {
+			return false
+		}
+		p.Base, p.NATS = "http://"+a.HTTP, a.NATS
+		resp, err := http.Get(p.Base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if ready {
+		return
 	}
 	tb.Fatalf("kurad not ready within %s\n%s", d, p.Log)
 }
