@@ -180,6 +180,7 @@ func TestStore_SignaturesCatchWhatHashesCannot(t *testing.T) {
 	}
 
 	t.Run("ConsistentRewrite", func(t *testing.T) {
+		t.Parallel()
 		st := open(t)
 		rewriteConsistently(t, st.raw, st.target, `{"text":"forged"}`)
 		r, err := st.db.GetRecord(ctx, st.target)
@@ -229,6 +230,7 @@ func TestStore_SignaturesCatchWhatHashesCannot(t *testing.T) {
 	})
 
 	t.Run("LedgerSignatureAltered", func(t *testing.T) {
+		t.Parallel()
 		st := open(t)
 		id := st.chain[2] // an old ledger, not the head
 		var sig string
@@ -254,6 +256,7 @@ func TestStore_SignaturesCatchWhatHashesCannot(t *testing.T) {
 
 	for _, seq := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("HeadMoveSignatureAltered/%d", seq), func(t *testing.T) {
+			t.Parallel()
 			st := open(t)
 			var sig string
 			st.raw.QueryRow("SELECT signature FROM session_reflog WHERE session_id = ? AND seq = ?", st.session.ID, seq).Scan(&sig)
@@ -271,6 +274,7 @@ func TestStore_SignaturesCatchWhatHashesCannot(t *testing.T) {
 	}
 
 	t.Run("HeadMoveRemoved", func(t *testing.T) {
+		t.Parallel()
 		st := open(t)
 		if _, err := st.raw.Exec("DELETE FROM session_reflog WHERE session_id = ? AND seq = 2", st.session.ID); err != nil {
 			t.Fatal(err)

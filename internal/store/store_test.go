@@ -373,6 +373,7 @@ func TestStore_VerifyFindsFileEdits(t *testing.T) {
 	}
 	for _, e := range edits {
 		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join(t.TempDir(), "kura.db")
 			db := mustOpenAt(t, path, nil)
 			ctx := context.Background()
