@@ -13,6 +13,12 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
+// IdempotencyStore is what the Idempotency-Key handling needs from the
+// store: the answers it keeps.
+type IdempotencyStore interface {
+	LookupIdempotency(ctx context.Context, identity, key string) (*kura.StoredAnswer, error)
+}
+
 // MaxIdempotencyKey is the longest Idempotency-Key accepted (API.md).
 const MaxIdempotencyKey = 128
 
@@ -39,17 +45,14 @@ func render(v any) []byte {
 	return append(b, '\n')
 }
 
-// answer writes a successful write answer with render.
-func (s *Server) answer(w http.ResponseWriter, status int, v any) {
-	writeBody(w, status, render(v))
-}
-
 // idempotent wraps a write route: a request carrying Idempotency-Key whose
 // answer is stored gets that answer again and writes nothing; otherwise the
 // key rides along to the store, which keeps the answer in the same
 // transaction as the write. A key belongs to the caller's identity: the
 // same key from another identity is another key.
-func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
+// The stored answer is the one rule decides (the route's answer rule), so
+// the first answer and every replay are the same bytes.
+func (s *Server) idempotent(rule answerRule, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" {
@@ -74,7 +77,7 @@ func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		ctx := context.WithValue(r.Context(), idemKey{}, &kura.Idempotency{Identity: identity, Key: key, Fingerprint: fp, Answer: answerCreated})
+		ctx := context.WithValue(r.Context(), idemKey{}, &kura.Idempotency{Identity: identity, Key: key, Fingerprint: fp, Answer: rule})
 		h(w, r.WithContext(ctx))
 	}
 }
@@ -90,14 +93,6 @@ func idempotencyOf(r *http.Request) *kura.Idempotency {
 // keep is the write option that keeps the request's answer (if it carries
 // an Idempotency-Key).
 func keep(r *http.Request) kura.WriteOption { return kura.KeepAnswer(idempotencyOf(r)) }
-
-// answerCreated answers 201 for a created resource, else 200.
-func answerCreated(v any, created bool) (int, []byte) {
-	if created {
-		return http.StatusCreated, render(v)
-	}
-	return http.StatusOK, render(v)
-}
 
 // replay answers from a stored answer; it reports whether it answered.
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, identity, key, fp string) bool {
