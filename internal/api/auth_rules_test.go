@@ -13,6 +13,7 @@ import (
 // through mount (so it has a role or is open), and every declaration is
 // served, so a new route cannot ship without deciding who may call it.
 func TestAccessRules_CoverEveryRoute(t *testing.T) {
+	t.Parallel()
 	s := New(Config{Registry: prometheus.NewRegistry()}, nil, nil)
 	seen := map[string]bool{}
 	err := chi.Walk(s.router, func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -45,6 +46,7 @@ func TestAccessRules_CoverEveryRoute(t *testing.T) {
 // TestMount_RefusesRouteWithoutRole: forgetting the role of a route stops
 // the server from being built at all.
 func TestMount_RefusesRouteWithoutRole(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		routes []route
