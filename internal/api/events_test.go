@@ -74,6 +74,7 @@ func (c *apiClient) writeBatches(n int, tag string) []string {
 // catches up from its last seq: all of them, once each, in order, through
 // both the paged feed and the stream.
 func TestEvents_CatchUpAfterSubscriberDies(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	c := &apiClient{tb: t, base: d.BaseURL()}
 	nc, err := nats.Connect("nats://" + d.NATSAddr())
