@@ -139,13 +139,25 @@ func (f *fakeStore) EventsChanged() <-chan struct{} { return make(chan struct{})
 // and a reader, both unlimited in scopes and projects.
 func newHandlerServer(t *testing.T, f *fakeStore) http.Handler {
 	t.Helper()
+	h, _ := newHandlerServerTokens(t, f)
+	return h
+}
+
+func handlerTokens(t *testing.T, writerScopes string) []auth.Entry {
+	t.Helper()
 	es, err := auth.ParseTokens(strings.NewReader(
-		auth.HashToken(hWriter) + " agent:w writer * *\n" +
+		auth.HashToken(hWriter) + " agent:w writer " + writerScopes + " *\n" +
 			auth.HashToken(hReader) + " agent:r reader * *\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return api.New(api.Config{Tokens: auth.NewTable(es), RecordTypes: []string{"note"}}, f, nil).Handler()
+	return es
+}
+
+func newHandlerServerTokens(t *testing.T, f *fakeStore) (http.Handler, *auth.Table) {
+	t.Helper()
+	tokens := auth.NewTable(handlerTokens(t, "*"))
+	return api.New(api.Config{Tokens: tokens, RecordTypes: []string{"note"}}, f, nil).Handler(), tokens
 }
 
 type handlerAnswer struct {
@@ -361,5 +373,27 @@ func TestHandler_Reads(t *testing.T) {
 				t.Fatalf("store calls %v, want %d", got, tc.calls)
 			}
 		})
+	}
+}
+
+// TestHandler_ReplayRechecksBody: a stored answer is not given out to a
+// caller the route's body check now refuses (its token lost the scope the
+// body names), though the replay answers before the body is decoded for a
+// call.
+func TestHandler_ReplayRechecksBody(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore()
+	h, tokens := newHandlerServerTokens(t, f)
+	body := `{"scope":"a","identifier":"x","value":"y"}`
+	if a := call(h, hWriter, "PUT", "/v1/kb/k/entries", body, "k1"); a.status != http.StatusCreated {
+		t.Fatalf("first: got %d %s, want 201", a.status, a.body)
+	}
+	tokens.Replace(handlerTokens(t, "b"))
+	a := call(h, hWriter, "PUT", "/v1/kb/k/entries", body, "k1")
+	if a.status != http.StatusForbidden || a.replayed != "" {
+		t.Fatalf("replay after the scope was revoked: got %d %s (replayed %q), want 403", a.status, a.body, a.replayed)
+	}
+	if got := f.called(); len(got) != 1 {
+		t.Fatalf("store calls %v, want one", got)
 	}
 }

@@ -51,8 +51,11 @@ func render(v any) []byte {
 // transaction as the write. A key belongs to the caller's identity: the
 // same key from another identity is another key.
 // The stored answer is the one rule decides (the route's answer rule), so
-// the first answer and every replay are the same bytes.
-func (s *Server) idempotent(rule answerRule, h http.HandlerFunc) http.HandlerFunc {
+// the first answer and every replay are the same bytes. recheck (nil: none)
+// is the route's body check, run on the raw body before a stored answer is
+// given out (bodyRoute): a caller whose rights shrank since gets the
+// refusal, not the answer.
+func (s *Server) idempotent(rule answerRule, recheck func(r *http.Request, body []byte) error, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" {
@@ -73,7 +76,13 @@ func (s *Server) idempotent(rule answerRule, h http.HandlerFunc) http.HandlerFun
 		sum := sha256.Sum256([]byte(r.Method + " " + r.URL.Path + "?" + r.URL.RawQuery + "\n" + string(body)))
 		fp := hex.EncodeToString(sum[:])
 		identity := auth.FromContext(r.Context()).Identity
-		if s.replay(w, r, identity, key, fp) {
+		before := func() error {
+			if recheck == nil {
+				return nil
+			}
+			return recheck(r, body)
+		}
+		if s.replay(w, r, identity, key, fp, before) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -95,7 +104,9 @@ func idempotencyOf(r *http.Request) *kura.Idempotency {
 func keep(r *http.Request) kura.WriteOption { return kura.KeepAnswer(idempotencyOf(r)) }
 
 // replay answers from a stored answer; it reports whether it answered.
-func (s *Server) replay(w http.ResponseWriter, r *http.Request, identity, key, fp string) bool {
+// before runs first when there is one: the access check of the request's
+// body.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, identity, key, fp string, before func() error) bool {
 	a, err := s.store.LookupIdempotency(r.Context(), identity, key)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -103,6 +114,10 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, identity, key, f
 	}
 	if a == nil {
 		return false
+	}
+	if err := before(); err != nil {
+		s.writeError(w, r, err)
+		return true
 	}
 	if a.Fingerprint != fp {
 		s.writeError(w, r, kura.Errorf(kura.EConflict, "this Idempotency-Key was used for a different request").WithDetail("field", "Idempotency-Key"))

@@ -30,6 +30,9 @@ type route struct {
 	// serve is the handler. A route with a JSON body declares it with
 	// bodyRoute, whose serve decodes the body once.
 	serve http.HandlerFunc
+	// recheck, set by bodyRoute, runs the body check on the raw body
+	// before a stored answer is replayed (idempotent).
+	recheck func(r *http.Request, body []byte) error
 }
 
 // accessCheck refuses a call the principal may not make; nil lets it
@@ -106,7 +109,22 @@ func (b bodyRoute[In, Out]) route(s *Server) route {
 		status, body := b.answer(out, created)
 		writeBody(w, status, body)
 	}
-	return route{method: b.method, pattern: b.pattern, role: b.role, check: b.check, answer: b.answer, serve: serve}
+	rt := route{method: b.method, pattern: b.pattern, role: b.role, check: b.check, answer: b.answer, serve: serve}
+	if b.body != nil {
+		// A replay answers before the body is decoded for the call, but
+		// not before the body check: the request that stored the answer
+		// passed it, the caller may no longer. A body the decoder refuses
+		// is left to the replay (or the 409), which answers as before.
+		rt.recheck = func(r *http.Request, body []byte) error {
+			p := auth.FromContext(r.Context())
+			var in In
+			if p.Anonymous || s.decodeBody(body, &in) != nil {
+				return nil
+			}
+			return b.body(s, r, p, &in)
+		}
+	}
+	return rt
 }
 
 // noBody is the decoder of a write that takes no body (it reads its query).
@@ -152,7 +170,7 @@ func (s *Server) mount(r chi.Router, routes []route) {
 		s.byPattern[k] = rt
 		h := rt.serve
 		if rt.answer != nil {
-			h = s.idempotent(rt.answer, h)
+			h = s.idempotent(rt.answer, rt.recheck, h)
 		}
 		r.Method(rt.method, rt.pattern, h)
 	}
