@@ -74,10 +74,10 @@ type routeMatch struct {
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc, pattern := s.matchRoute(r)
-		rule, known := s.byPattern[routeKeyOf(r.Method, pattern)]
+		rt, known := s.byPattern[patternKey(r.Method, pattern)]
 		p := auth.Local
 		if s.cfg.Tokens != nil {
-			if known && rule.open {
+			if known && rt.open {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -111,12 +111,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, kura.Errorf(kura.EDenied, "%s %s has no access rule", r.Method, pattern))
 			return
 		}
-		if !p.Can(rule.role) {
-			s.writeError(w, r, kura.Errorf(kura.EDenied, "%s holds the %s role; this call needs %s", p.Identity, p.Role, rule.role))
+		if !p.Can(rt.role) {
+			s.writeError(w, r, kura.Errorf(kura.EDenied, "%s holds the %s role; this call needs %s", p.Identity, p.Role, rt.role))
 			return
 		}
-		if rule.check != nil {
-			if err := rule.check(s, r, rc, p); err != nil {
+		if rt.check != nil {
+			if err := rt.check(s, r, rc, p); err != nil {
 				s.writeError(w, r, err)
 				return
 			}

@@ -17,7 +17,7 @@ func TestAccessRules_CoverEveryRoute(t *testing.T) {
 	s := New(Config{Registry: prometheus.NewRegistry()}, nil, nil)
 	seen := map[string]bool{}
 	err := chi.Walk(s.router, func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		k := routeKeyOf(method, pattern)
+		k := patternKey(method, pattern)
 		seen[k] = true
 		rt, ok := s.byPattern[k]
 		switch {

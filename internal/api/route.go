@@ -163,7 +163,7 @@ func (s *Server) mount(r chi.Router, routes []route) {
 		if rt.role == 0 && !rt.open {
 			panic(fmt.Sprintf("api: route %s %s declares no role (or open)", rt.method, rt.pattern))
 		}
-		k := routeKeyOf(rt.method, rt.pattern)
+		k := patternKey(rt.method, rt.pattern)
 		if _, dup := s.byPattern[k]; dup {
 			panic(fmt.Sprintf("api: route %s declared twice", k))
 		}
@@ -176,5 +176,5 @@ func (s *Server) mount(r chi.Router, routes []route) {
 	}
 }
 
-// routeKeyOf is how byPattern names a route: "METHOD pattern".
-func routeKeyOf(method, pattern string) string { return method + " " + pattern }
+// patternKey is how byPattern names a route: "METHOD pattern".
+func patternKey(method, pattern string) string { return method + " " + pattern }
