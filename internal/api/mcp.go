@@ -5,11 +5,10 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/kura-memory/kura/internal/mcp"
 )
 
-// registerMCPRoutes serves Kura's MCP tools over Streamable HTTP at /mcp,
+// mcpHandler serves Kura's MCP tools over Streamable HTTP at /mcp,
 // behind the same middleware as every route. Each tool call is sent
 // in-process to s.Handler() (looked up per call, so whatever wraps the
 // router wraps tool calls too) with the MCP request's Authorization: the
@@ -20,7 +19,7 @@ import (
 // The MCP server (its tools' JSON schemas, built by reflection) is made on
 // the first call: a kurad nobody speaks MCP to does not carry it, which on
 // a Pi is a megabyte or two of idle memory.
-func (s *Server) registerMCPRoutes(r chi.Router) {
+func (s *Server) mcpHandler() http.HandlerFunc {
 	// A tool call's request is marked as one: the MCP request it comes
 	// from holds the body budget for its whole body already.
 	inner := func() http.Handler {
@@ -39,7 +38,7 @@ func (s *Server) registerMCPRoutes(r chi.Router) {
 			MaxBodyBytes: mcpBodyLimit(s.cfg.MaxBodyBytes),
 		})
 	})
-	r.Method(http.MethodPost, "/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h().ServeHTTP(w, r) }))
+	return func(w http.ResponseWriter, r *http.Request) { h().ServeHTTP(w, r) }
 }
 
 // mcpBodyLimit bounds an MCP request: the MCP envelope around an API body.
