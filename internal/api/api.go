@@ -82,6 +82,8 @@ type Config struct {
 	// MaxInflightBodyWait for room, then gets 503 (bodybudget.go).
 	MaxInflightBodyBytes int64
 	MaxInflightBodyWait  time.Duration
+	// MCP builds the handler of POST /mcp (nil: /mcp answers 404).
+	MCP func(MCPOptions) http.Handler
 }
 
 // Server is the HTTP API.
