@@ -17,6 +17,36 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
+// The event types kurad writes (API.md, "Events"), for EventQuery.Types
+// and Event.Type.
+const (
+	EventRecordWritten   = kura.EventRecordWritten
+	EventRecordRedacted  = kura.EventRecordRedacted
+	EventLedgerWritten   = kura.EventLedgerWritten
+	EventSessionCreated  = kura.EventSessionCreated
+	EventSessionHead     = kura.EventSessionHead
+	EventTurnOpened      = kura.EventTurnOpened
+	EventTurnClaimed     = kura.EventTurnClaimed
+	EventTurnComplete    = kura.EventTurnComplete
+	EventMemoryRelation  = kura.EventMemoryRelation
+	EventMemoryFeedback  = kura.EventMemoryFeedback
+	EventContextCompiled = kura.EventContextCompiled
+	EventKBChanged       = kura.EventKBChanged
+)
+
+// SubjectRoot begins every NATS subject kurad publishes or serves.
+const SubjectRoot = kura.SubjectRoot
+
+// EventSubject is the NATS subject kurad publishes events of type typ of a
+// project on, e.g. "oclaw.v1.hashi.evt.record.written".
+func EventSubject(project, typ string) string { return kura.EventSubject(project, typ) }
+
+// CommandSubject is the NATS subject a command to target's action goes to,
+// e.g. "oclaw.v1.hashi.cmd.worker.dispatch".
+func CommandSubject(project, target, action string) string {
+	return kura.CommandSubject(project, target, action)
+}
+
 // Event is one pointer of the event log, as the feed, the stream and NATS
 // carry it: seq, type, project, time and the ids of what changed. The pointer
 // is all an event says; fetch the record, turn or ledger it names for more.

@@ -139,7 +139,7 @@ func run(ctx context.Context, cfg config) error {
 	}()
 
 	live := make(chan delivery, 256)
-	sub, err := nc.Subscribe("oclaw.v1."+cfg.Project+".evt.record.written", func(m *nats.Msg) {
+	sub, err := nc.Subscribe(client.EventSubject(cfg.Project, client.EventRecordWritten), func(m *nats.Msg) {
 		d := delivery{gen: nc.Stats().Reconnects}
 		if err := json.Unmarshal(m.Data, &d.e); err != nil {
 			w.log.Warn("ignoring a malformed event", "err", err)
@@ -154,7 +154,7 @@ func run(ctx context.Context, cfg config) error {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	if cfg.Target != "" {
-		subject := "oclaw.v1." + cfg.Project + ".cmd." + cfg.Target + ".dispatch"
+		subject := client.CommandSubject(cfg.Project, cfg.Target, "dispatch")
 		if _, err := nc.QueueSubscribe(subject, cfg.Queue, func(m *nats.Msg) { w.dispatch(ctx, m) }); err != nil {
 			return fmt.Errorf("subscribe to dispatches: %w", err)
 		}
@@ -229,7 +229,7 @@ type worker struct {
 // catchUp handles, in seq order, every record.written event of the project
 // after the last one handled.
 func (w *worker) catchUp(ctx context.Context) error {
-	q := client.EventQuery{After: w.last, Types: []string{"record.written"}, Project: w.cfg.Project, Limit: 500}
+	q := client.EventQuery{After: w.last, Types: []string{client.EventRecordWritten}, Project: w.cfg.Project, Limit: 500}
 	for {
 		p, err := w.c.Events(ctx, q)
 		if err != nil {

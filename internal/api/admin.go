@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -14,19 +14,30 @@ type AdminStore interface {
 	Backup(ctx context.Context, dir string) (*kura.BackupManifest, error)
 	CompactEvents(ctx context.Context, beforeSeq int64) (*kura.EventCompaction, error)
 	EventsCompactedThrough(ctx context.Context) (int64, error)
+	Import(ctx context.Context, in *kura.ImportInput, opts ...kura.WriteOption) (*kura.ImportResult, error)
 }
 
-// registerAdminRoutes adds backup and event-log compaction. Both are for
-// the admin role once tokens and roles exist (issue 9); until then kurad
-// serves only loopback without tokens, where every caller is admin.
+// adminRoutes are the routes that reach every scope and project: backups
+// hold everything, import writes any author. They are for admins whose
+// token is not limited to some scopes or projects.
 //
-// Neither takes Idempotency-Key: a backup writes no data (a retry into the
-// same path answers 409, and the directory's manifest.json says what the
-// first call took; one without a path makes a new backup), and compaction is idempotent by nature (a repeat
-// removes nothing more).
-func (s *Server) registerAdminRoutes(r chi.Router) {
-	r.Post("/admin/backup", s.handleBackup)
-	r.Post("/admin/compact-events", s.handleCompactEvents)
+// Backup and compaction take no Idempotency-Key: a backup writes no data (a
+// retry into the same path answers 409, and the directory's manifest.json
+// says what the first call took; one without a path makes a new backup),
+// and compaction is idempotent by nature (a repeat removes nothing more).
+func (s *Server) adminRoutes() []route {
+	return []route{
+		bodyRoute[kura.ImportInput, *kura.ImportResult]{
+			method: http.MethodPost, pattern: "/v1/admin/import", role: auth.RoleAdmin,
+			check: needAll, answer: answer200,
+			call: func(r *http.Request, in *kura.ImportInput, keep kura.WriteOption) (*kura.ImportResult, bool, error) {
+				res, err := s.store.Import(r.Context(), in, keep)
+				return res, false, err
+			},
+		}.route(s),
+		{method: http.MethodPost, pattern: "/v1/admin/backup", role: auth.RoleAdmin, check: needAll, serve: s.handleBackup},
+		{method: http.MethodPost, pattern: "/v1/admin/compact-events", role: auth.RoleAdmin, check: needAll, serve: s.handleCompactEvents},
+	}
 }
 
 type backupRequest struct {

@@ -17,6 +17,7 @@ import (
 )
 
 func TestAPI_AdminBackup(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	c := &apiClient{tb: t, base: d.BaseURL()}
 	backups, err := filepath.EvalSymlinks(filepath.Join(d.Config.DataDir, "backups"))

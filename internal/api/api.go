@@ -4,8 +4,6 @@
 package api
 
 import (
-	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,37 +23,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Store is what the API needs from the store.
+// Store is what the API needs from the store: one narrow interface per
+// noun, declared next to that noun's routes, so a handler test fakes only
+// what its routes call.
 type Store interface {
-	CreateRecord(ctx context.Context, in *kura.RecordInput, opts ...kura.WriteOption) (*kura.Record, error)
-	CreateRecords(ctx context.Context, ins []kura.RecordInput, opts ...kura.WriteOption) ([]kura.Record, error)
-	GetRecord(ctx context.Context, id string) (*kura.Record, error)
-	GetRecordByHash(ctx context.Context, hash string) (*kura.Record, error)
-	ListRecords(ctx context.Context, f kura.RecordFilter) ([]kura.Record, string, error)
-	CreateLedger(ctx context.Context, in *kura.LedgerInput, opts ...kura.WriteOption) (*kura.Ledger, error)
-	GetLedger(ctx context.Context, id string, withRecords bool) (*kura.Ledger, error)
-	HydrateLedger(ctx context.Context, id string, after, limit int, scopes []string, w io.Writer, start func(next int) error) error
-	VerifyLedger(ctx context.Context, id string) (*kura.Verification, error)
-	Diff(ctx context.Context, a, b string) (*kura.Diff, error)
-	Proof(ctx context.Context, ledgerID, recordID string) (*kura.Proof, error)
-	Ping(ctx context.Context) error
-	LookupIdempotency(ctx context.Context, identity, key string) (*kura.StoredAnswer, error)
-
-	CreateSession(ctx context.Context, in *kura.SessionInput, opts ...kura.WriteOption) (*kura.Session, error)
-	GetSession(ctx context.Context, id string) (*kura.Session, error)
-	ListSessions(ctx context.Context, project, after string, limit int) ([]kura.Session, string, error)
-	SessionLog(ctx context.Context, id, after string, limit int) ([]kura.Ledger, string, error)
-	Reflog(ctx context.Context, id string) ([]kura.ReflogEntry, error)
-	MoveHead(ctx context.Context, id string, mv *kura.HeadMove, opts ...kura.WriteOption) (*kura.Session, error)
-	VerifySession(ctx context.Context, id, expectHeadHash string) (*kura.SessionVerification, error)
-	OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenInput, defaultDeadline time.Duration, opts ...kura.WriteOption) (*kura.Turn, error)
-	ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim, opts ...kura.WriteOption) (*kura.Lease, error)
-	RenewTurn(ctx context.Context, id string, in *kura.TurnRenew, opts ...kura.WriteOption) (*kura.Lease, error)
-	AppendTurn(ctx context.Context, id string, in *kura.TurnAppend, opts ...kura.WriteOption) (*kura.TurnAppendResult, error)
-	CloseTurn(ctx context.Context, id string, in *kura.TurnClose, opts ...kura.WriteOption) (*kura.Turn, error)
-	GetTurn(ctx context.Context, id string) (*kura.Turn, error)
-	ListTurns(ctx context.Context, sessionID, state, after string, limit int) ([]kura.Turn, string, error)
-	Import(ctx context.Context, in *kura.ImportInput, opts ...kura.WriteOption) (*kura.ImportResult, error)
+	RecordStore
+	LedgerStore
+	SessionStore
+	TurnStore
+	EventStore
+	OpsStore
 	MemoryStore
 	ContextStore
 	ProvenanceStore
@@ -63,11 +40,7 @@ type Store interface {
 	AdminStore
 	RedactStore
 	AccessStore
-	LastEventSeq() int64
-	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
-	EventsChanged() <-chan struct{}
-	Counts() map[string]int64
-	PublicKey() ed25519.PublicKey
+	IdempotencyStore
 }
 
 // Bus is what the API needs from the embedded NATS server.
@@ -109,6 +82,8 @@ type Config struct {
 	// MaxInflightBodyWait for room, then gets 503 (bodybudget.go).
 	MaxInflightBodyBytes int64
 	MaxInflightBodyWait  time.Duration
+	// MCP builds the handler of POST /mcp (nil: /mcp answers 404).
+	MCP func(MCPOptions) http.Handler
 }
 
 // Server is the HTTP API.
@@ -120,8 +95,10 @@ type Server struct {
 	started time.Time
 	metrics *httpMetrics
 	router  chi.Router
-	limiter *limiter
-	bodies  *bodyBudget // nil: no bound on the body bytes in flight
+	// byPattern is every route mount registered, by "METHOD pattern".
+	byPattern map[string]*route
+	limiter   *limiter
+	bodies    *bodyBudget // nil: no bound on the body bytes in flight
 
 	closing   chan struct{} // closed by CloseStreams at shutdown
 	closeOnce sync.Once
@@ -155,22 +132,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, kura.Errorf(kura.EMethod, "method %s is not allowed on %s", r.Method, r.URL.Path))
 	})
-	s.registerOpsRoutes(r)
-	s.registerMCPRoutes(r)
-	r.Route("/v1", func(r chi.Router) {
-		s.registerRecordRoutes(r)
-		s.registerRedactRoutes(r)
-		s.registerLedgerRoutes(r)
-		s.registerSessionRoutes(r)
-		s.registerTurnRoutes(r)
-		s.registerEventRoutes(r)
-		s.registerMemoryRoutes(r)
-		s.registerContextRoutes(r)
-		s.registerProvenanceRoutes(r)
-		s.registerKBRoutes(r)
-		r.Post("/admin/import", s.idempotent(s.handleImport))
-		s.registerAdminRoutes(r)
-	})
+	s.mount(r, s.routes())
 	s.router = r
 	return s
 }
@@ -385,25 +347,4 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		s.log.Log(r.Context(), level, "request", "method", r.Method, "route", route, "status", status,
 			"duration_ms", float64(d.Microseconds())/1000, "req_id", middleware.GetReqID(r.Context()))
 	})
-}
-
-// bodyRoute is the shape most write routes share: decode the JSON body
-// into In, make the store call, answer with status through s.answer (the
-// bytes an idempotent retry gets back). decode is s.decodeJSON, or a
-// stricter decoder for bodies that need one.
-func bodyRoute[In, Out any](s *Server, decode func(http.ResponseWriter, *http.Request, any) error, status int,
-	call func(r *http.Request, in *In) (Out, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var in In
-		if err := decode(w, r, &in); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		out, err := call(r, &in)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.answer(w, status, out)
-	}
 }

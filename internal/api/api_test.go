@@ -61,6 +61,7 @@ func newClient(t testing.TB) *apiClient {
 }
 
 func TestAPI_BadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	st, m, _ := c.post("/v1/records", `{"type":"agent.thought","content":{"x":1},"author_id":"agent:bmo"}`)
 	if st != 201 {
@@ -141,6 +142,7 @@ func TestAPI_BadInputWritesNothing(t *testing.T) {
 // API's answers and DESIGN.md's definitions can verify records, ledgers and
 // proofs.
 func TestAPI_ClientRecomputesEverything(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	st, m, raw := c.post("/v1/records/batch", `{"records":[
 		{"type":"task.instruction","content":"Summarise the morning session","author_id":"user:oles"},
@@ -205,6 +207,7 @@ func TestAPI_ClientRecomputesEverything(t *testing.T) {
 }
 
 func TestAPI_HydrateAndListPages(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	var ids []string
 	for b := 0; b < 3; b++ {
@@ -262,6 +265,7 @@ func TestAPI_HydrateAndListPages(t *testing.T) {
 }
 
 func TestAPI_OpsEndpoints(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	for _, p := range []string{"/healthz", "/readyz", "/v1/info"} {
 		if st, m, _ := c.get(p); st != 200 {

@@ -1,14 +1,9 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"math"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +17,12 @@ import (
 
 // Authentication and authorisation (docs/security.md). One middleware
 // resolves the caller from its bearer token (or auth.Local without
-// tokens), then looks the matched route up in accessRules: the role it
-// needs and the check that finds its scope, project, authors and the
-// objects it names. Handlers stay unaware of all this, except listings,
-// which filter in the store query (listSessions, listTurns, restrictEvents).
+// tokens), then looks up the route it is about to serve (route.go): the
+// role it needs and the check of its path and query. A route with a body
+// checks the decoded body (authors, owners, scopes and the objects it
+// names) after its one decoding, before the store call (bodyRoute).
+// Handlers stay unaware of all this, except listings, which filter in the
+// store query (listSessions, listTurns, restrictEvents).
 
 // AccessStore is what the access checks need from the store.
 type AccessStore interface {
@@ -38,104 +35,6 @@ type AccessStore interface {
 	TurnAccess(ctx context.Context, id string) (project, scope string, err error)
 	ListSessionsIn(ctx context.Context, projects []string, after string, limit int) ([]kura.Session, string, error)
 	ListTurnsIn(ctx context.Context, projects []string, sessionID, state, after string, limit int) ([]kura.Turn, string, error)
-}
-
-// accessCheck refuses a call the principal may not make; nil lets it
-// through. rc holds the matched route's parameters.
-type accessCheck func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error
-
-// accessRule is what a route requires. open routes need no token.
-type accessRule struct {
-	role  auth.Role
-	open  bool
-	check accessCheck
-}
-
-// accessRules maps "METHOD pattern" of every route to its rule. A route
-// without a rule is refused (TestAccessRules_CoverEveryRoute keeps this
-// table complete).
-var accessRules = map[string]accessRule{
-	"GET /healthz":                   {open: true},
-	"GET /readyz":                    {open: true},
-	"GET /metrics":                   {role: auth.RoleReader},
-	"GET /v1/info":                   {role: auth.RoleReader},
-	"POST /v1/records":               {role: auth.RoleWriter, check: bodyCheck[kura.RecordInput](func(in *kura.RecordInput) []string { return []string{in.AuthorID} }, recordProject)},
-	"POST /v1/records/batch":         {role: auth.RoleWriter, check: bodyCheck[recordBatch](func(in *recordBatch) []string { return recordAuthors(in.Records) }, recordBatchProjects)},
-	"GET /v1/records":                {role: auth.RoleReader, check: checkRecordList},
-	"GET /v1/records/by-hash/{hash}": {role: auth.RoleReader, check: checkRecordHash},
-	"GET /v1/records/{id}":           {role: auth.RoleReader, check: recordParam("id")},
-	// Redaction: admin, and the record must be visible to the caller.
-	"POST /v1/records/{id}/redact": {role: auth.RoleAdmin, check: recordParam("id")},
-	// MCP: any valid token; every tool call is a request to the routes
-	// here, carrying the same token, and is checked again as such.
-	"POST /mcp": {role: auth.RoleReader},
-
-	"POST /v1/ledgers":                       {role: auth.RoleWriter, check: needAllProjects("free-standing ledgers (POST /v1/ledgers)")},
-	"GET /v1/ledgers/{id}":                   {role: auth.RoleReader, check: ledgerParams("id")},
-	"GET /v1/ledgers/{id}/records":           {role: auth.RoleReader, check: ledgerParams("id")},
-	"GET /v1/ledgers/{id}/verify":            {role: auth.RoleReader, check: ledgerParams("id")},
-	"GET /v1/ledgers/{id}/diff/{other}":      {role: auth.RoleReader, check: ledgerParams("id", "other")},
-	"GET /v1/ledgers/{id}/proof/{record_id}": {role: auth.RoleReader, check: ledgerParams("id")},
-
-	"POST /v1/sessions":            {role: auth.RoleWriter, check: checkSessionCreate},
-	"GET /v1/sessions":             {role: auth.RoleReader, check: projectQuery},
-	"GET /v1/sessions/{id}":        {role: auth.RoleReader, check: sessionParam},
-	"GET /v1/sessions/{id}/log":    {role: auth.RoleReader, check: sessionParam},
-	"GET /v1/sessions/{id}/reflog": {role: auth.RoleReader, check: sessionParam},
-	"GET /v1/sessions/{id}/verify": {role: auth.RoleReader, check: sessionParam},
-	"POST /v1/sessions/{id}/head":  {role: auth.RoleWriter, check: checkHeadMove},
-	"POST /v1/sessions/{id}/turns": {role: auth.RoleWriter, check: checkTurnOpen},
-	"GET /v1/turns":                {role: auth.RoleReader}, // filtered by listTurns
-	"GET /v1/turns/{id}":           {role: auth.RoleReader, check: turnParam},
-	"POST /v1/turns/{id}/claim":    {role: auth.RoleWriter, check: checkClaim},
-	"POST /v1/turns/{id}/renew":    {role: auth.RoleWriter, check: turnParam},
-	"POST /v1/turns/{id}/records":  {role: auth.RoleWriter, check: checkTurnAppend},
-	"POST /v1/turns/{id}/close":    {role: auth.RoleWriter, check: turnParam},
-	"GET /v1/events":               {role: auth.RoleReader, check: projectQuery},
-	"GET /v1/events/stream":        {role: auth.RoleReader, check: projectQuery},
-
-	"POST /v1/scopes/{scope}/memory/nodes":                  {role: auth.RoleWriter, check: scoped(checkNodeBody[kura.NodeInput](func(in *kura.NodeInput) []kura.NodeInput { return []kura.NodeInput{*in} }))},
-	"POST /v1/scopes/{scope}/memory/nodes/batch":            {role: auth.RoleWriter, check: scoped(checkNodeBody[kura.NodeBatchInput](func(in *kura.NodeBatchInput) []kura.NodeInput { return in.Nodes }))},
-	"GET /v1/scopes/{scope}/memory/nodes":                   {role: auth.RoleReader, check: scoped(nil)},
-	"GET /v1/scopes/{scope}/memory/nodes/{ref}":             {role: auth.RoleReader, check: scoped(nil)},
-	"GET /v1/scopes/{scope}/memory/nodes/{ref}/history":     {role: auth.RoleReader, check: scoped(nil)},
-	"POST /v1/scopes/{scope}/memory/nodes/{ref}/transition": {role: auth.RoleWriter, check: scoped(nil)},
-	"POST /v1/scopes/{scope}/memory/nodes/{ref}/revise":     {role: auth.RoleWriter, check: scoped(checkNodeBody[kura.NodeInput](func(in *kura.NodeInput) []kura.NodeInput { return []kura.NodeInput{*in} }))},
-	"POST /v1/scopes/{scope}/memory/relations":              {role: auth.RoleWriter, check: scoped(nil)},
-	"GET /v1/scopes/{scope}/memory/relations":               {role: auth.RoleReader, check: scoped(nil)},
-	"POST /v1/scopes/{scope}/memory/feedback":               {role: auth.RoleWriter, check: scoped(bodyCheck[kura.FeedbackInput](func(in *kura.FeedbackInput) []string { return []string{in.AuthorID} }, nil))},
-	"GET /v1/scopes/{scope}/memory/search":                  {role: auth.RoleReader, check: scoped(nil)},
-	"POST /v1/scopes/{scope}/context/preview":               {role: auth.RoleReader, check: scoped(nil)}, // writes nothing
-	"POST /v1/scopes/{scope}/context/compile":               {role: auth.RoleWriter, check: scoped(nil)},
-	"GET /v1/scopes/{scope}/context/bundles/{id}":           {role: auth.RoleReader, check: scoped(nil)},
-	"GET /v1/scopes/{scope}/provenance/{ref}":               {role: auth.RoleReader, check: scoped(provenanceRef)},
-	"GET /v1/scopes/{scope}/provenance/{ref}/evidence":      {role: auth.RoleReader, check: scoped(provenanceRef)},
-	"GET /v1/scopes/{scope}/provenance/{ref}/raw-sources":   {role: auth.RoleReader, check: scoped(provenanceRef)},
-	"GET /v1/scopes/{scope}/provenance/{ref}/derived":       {role: auth.RoleReader, check: scoped(provenanceRef)},
-
-	"PUT /v1/kb/{kb}/entries":       {role: auth.RoleWriter, check: kbBody[kura.KBEntryInput](func(in *kura.KBEntryInput) []string { return []string{in.Scope} })},
-	"PUT /v1/kb/{kb}/entries/batch": {role: auth.RoleWriter, check: kbBody[kura.KBBatchInput](kbBatchScopes)},
-	"PATCH /v1/kb/{kb}/entries":     {role: auth.RoleWriter, check: kbBody[kura.KBPatch](func(in *kura.KBPatch) []string { return []string{in.Scope} })},
-	"DELETE /v1/kb/{kb}/entries":    {role: auth.RoleWriter, check: kbQueryScope},
-	"GET /v1/kb/{kb}/entries":       {role: auth.RoleReader, check: kbQueryScope},
-	"GET /v1/kb/{kb}/stats":         {role: auth.RoleReader, check: kbQueryScope},
-	"GET /v1/kb/{kb}/history":       {role: auth.RoleReader, check: kbQueryScope},
-	"GET /v1/kb/{kb}/lookup":        {role: auth.RoleReader, check: kbQueryScope},
-	"GET /v1/kb/{kb}/search":        {role: auth.RoleReader, check: kbQueryScope},
-
-	// Backups hold everything, import writes any author: admins whose
-	// token is not limited to some scopes or projects.
-	"POST /v1/admin/import":         {role: auth.RoleAdmin, check: needAll},
-	"POST /v1/admin/backup":         {role: auth.RoleAdmin, check: needAll},
-	"POST /v1/admin/compact-events": {role: auth.RoleAdmin, check: needAll},
-}
-
-// openPattern is how the rule table spells a route pattern chi matched.
-func rulePattern(method, pattern string) string {
-	if len(pattern) > 1 {
-		pattern = strings.TrimSuffix(pattern, "/")
-	}
-	return method + " " + pattern
 }
 
 // router lookups without serving: the middleware runs before chi routes.
@@ -170,14 +69,15 @@ type routeMatch struct {
 	pattern string
 }
 
-// authenticate resolves the principal and enforces accessRules.
+// authenticate resolves the principal and enforces the matched route's
+// role and path check.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc, pattern := s.matchRoute(r)
-		rule, known := accessRules[rulePattern(r.Method, pattern)]
+		rt, known := s.byPattern[patternKey(r.Method, pattern)]
 		p := auth.Local
 		if s.cfg.Tokens != nil {
-			if known && rule.open {
+			if known && rt.open {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -206,15 +106,17 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if !known {
+			// chi matched a route mount did not register: refuse it
+			// rather than guess who may call it.
 			s.writeError(w, r, kura.Errorf(kura.EDenied, "%s %s has no access rule", r.Method, pattern))
 			return
 		}
-		if !p.Can(rule.role) {
-			s.writeError(w, r, kura.Errorf(kura.EDenied, "%s holds the %s role; this call needs %s", p.Identity, p.Role, rule.role))
+		if !p.Can(rt.role) {
+			s.writeError(w, r, kura.Errorf(kura.EDenied, "%s holds the %s role; this call needs %s", p.Identity, p.Role, rt.role))
 			return
 		}
-		if rule.check != nil {
-			if err := rule.check(s, r, rc, p); err != nil {
+		if rt.check != nil {
+			if err := rt.check(s, r, rc, p); err != nil {
 				s.writeError(w, r, err)
 				return
 			}
@@ -273,21 +175,6 @@ func (l *limiter) allow(identity string) (int, bool) {
 
 func denied(format string, args ...any) error { return kura.Errorf(kura.EDenied, format, args...) }
 
-// peekBody decodes the request body into v for a check and puts the bytes
-// back for the handler. A body it cannot read is left to the handler,
-// whose stricter decoder refuses it (nothing it accepts fails here).
-func (s *Server) peekBody(r *http.Request, v any) bool {
-	if r.Body == nil {
-		return false
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), r.Body))
-	if err != nil || int64(len(b)) > s.cfg.MaxBodyBytes {
-		return false
-	}
-	return json.Unmarshal(b, v) == nil
-}
-
 // checkAuthors is author binding: sys: is kurad's own, and a non-admin
 // writes only under its own identity.
 func checkAuthors(p auth.Principal, field string, authors []string) error {
@@ -303,55 +190,6 @@ func checkAuthors(p auth.Principal, field string, authors []string) error {
 		}
 	}
 	return nil
-}
-
-type recordBatch struct {
-	Records []kura.RecordInput `json:"records"`
-}
-
-func recordAuthors(ins []kura.RecordInput) []string {
-	out := make([]string, len(ins))
-	for i := range ins {
-		out[i] = ins[i].AuthorID
-	}
-	return out
-}
-
-// recordProject: a record written outside a turn sends its event to
-// the project its metadata.project_id names (the feed and the NATS
-// subject), so the token must hold that project. Inside a turn the
-// session's project is used whatever the metadata says.
-func recordProject(s *Server, r *http.Request, p auth.Principal, in *kura.RecordInput) error {
-	if pid := in.Metadata["project_id"]; kura.ValidSlug(pid) && !p.AllowsProject(pid) {
-		return denied("metadata.project_id %s is outside the token's projects (the record's event would go to that project)", pid)
-	}
-	return nil
-}
-
-func recordBatchProjects(s *Server, r *http.Request, p auth.Principal, in *recordBatch) error {
-	for i := range in.Records {
-		if err := recordProject(s, r, p, &in.Records[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// bodyCheck binds the authors found in the body, then runs more.
-func bodyCheck[T any](authors func(*T) []string, more func(s *Server, r *http.Request, p auth.Principal, in *T) error) accessCheck {
-	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-		var in T
-		if !s.peekBody(r, &in) {
-			return nil
-		}
-		if err := checkAuthors(p, "author_id", authors(&in)); err != nil {
-			return err
-		}
-		if more != nil {
-			return more(s, r, p, &in)
-		}
-		return nil
-	}
 }
 
 // restricted reports whether p's reads of project-less objects (records,
@@ -396,79 +234,6 @@ func (s *Server) ledgerVisible(ctx context.Context, p auth.Principal, id string)
 	return s.access().LedgerVisible(ctx, id, p.Projects)
 }
 
-func recordParam(name string) accessCheck {
-	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-		id := rc.URLParam(name)
-		if !kura.ValidID(id) {
-			return nil // the handler answers 400, the same for everyone
-		}
-		ok, err := s.recordVisible(r.Context(), p, id)
-		if err == nil && !ok {
-			err = kura.Errorf(kura.ENotFound, "record not found")
-		}
-		return err
-	}
-}
-
-func checkRecordHash(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	h := rc.URLParam("hash")
-	if readerOf(p).Unlimited() || !kura.ValidHash(h) {
-		return nil
-	}
-	id, err := s.access().RecordIDByHash(r.Context(), h)
-	if err != nil {
-		return err
-	}
-	ok := false
-	if id != "" {
-		if ok, err = s.recordVisible(r.Context(), p, id); err != nil {
-			return err
-		}
-	}
-	if !ok {
-		return kura.Errorf(kura.ENotFound, "record not found")
-	}
-	return nil
-}
-
-// checkRecordList: a project-restricted caller lists only the records it
-// wrote (the listing has no project to filter by); it may not name another
-// author.
-func checkRecordList(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	if !restricted(p) {
-		return nil
-	}
-	q := r.URL.Query()
-	switch a := q.Get("author_id"); a {
-	case p.Identity:
-	case "":
-		q.Set("author_id", p.Identity)
-		r.URL.RawQuery = q.Encode()
-	default:
-		return denied("%s is limited to projects and lists only the records it wrote (author_id=%s)", p.Identity, p.Identity)
-	}
-	return nil
-}
-
-func ledgerParams(names ...string) accessCheck {
-	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-		for _, n := range names {
-			id := rc.URLParam(n)
-			if !kura.ValidID(id) {
-				return nil
-			}
-			ok, err := s.ledgerVisible(r.Context(), p, id)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return kura.Errorf(kura.ENotFound, "ledger %s not found", id)
-			}
-		}
-		return nil
-	}
-}
-
 func needAllProjects(what string) accessCheck {
 	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
 		if restricted(p) {
@@ -494,76 +259,6 @@ func projectQuery(s *Server, r *http.Request, rc *chi.Context, p auth.Principal)
 	return nil
 }
 
-// session returns the session's access facts; a session of a project
-// the caller may not see answers exactly as a missing one.
-func (s *Server) session(ctx context.Context, p auth.Principal, id string) (project, scope, createdBy string, err error) {
-	project, scope, createdBy, err = s.access().SessionAccess(ctx, id)
-	if err == nil && !p.AllowsProject(project) {
-		err = kura.Errorf(kura.ENotFound, "session not found")
-	}
-	return
-}
-
-func sessionParam(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	id := rc.URLParam("id")
-	if !kura.ValidID(id) {
-		return nil
-	}
-	_, _, _, err := s.session(r.Context(), p, id)
-	return err
-}
-
-func turnParam(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	_, err := turnScope(s, r, rc, p)
-	return err
-}
-
-func turnScope(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) (string, error) {
-	id := rc.URLParam("id")
-	if !kura.ValidID(id) {
-		return "", nil
-	}
-	project, scope, err := s.access().TurnAccess(r.Context(), id)
-	if err == nil && !p.AllowsProject(project) {
-		err = kura.Errorf(kura.ENotFound, "turn not found")
-	}
-	return scope, err
-}
-
-// checkClaim: the worker of a claim is bound like an author, so a writer
-// claims turns only as itself (a claim without worker is the caller's).
-func checkClaim(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	if err := turnParam(s, r, rc, p); err != nil {
-		return err
-	}
-	var in kura.TurnClaim
-	if !s.peekBody(r, &in) || !kura.ValidAuthorID(in.Worker) {
-		return nil // the handler answers what is wrong with the body
-	}
-	return checkAuthors(p, "worker", []string{in.Worker})
-}
-
-func checkSessionCreate(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	var in kura.SessionInput
-	if !s.peekBody(r, &in) || in.Validate() != nil {
-		return nil
-	}
-	if !p.AllowsProject(in.Project) {
-		return denied("project %s is outside the token's projects", in.Project)
-	}
-	scope := in.Scope
-	if scope == "" {
-		scope = in.Project // the store's default
-	}
-	if !p.AllowsScope(scope) {
-		return denied("scope %s is outside the token's scopes", scope)
-	}
-	if in.FromLedgerID != "" {
-		return s.requireLedger(r.Context(), p, "from_ledger_id", in.FromLedgerID)
-	}
-	return nil
-}
-
 // requireLedger refuses a reference to a ledger the caller may not see
 // exactly as the store refuses one that does not exist.
 func (s *Server) requireLedger(ctx context.Context, p auth.Principal, field, id string) error {
@@ -572,27 +267,6 @@ func (s *Server) requireLedger(ctx context.Context, p auth.Principal, field, id 
 		err = kura.Invalid(field, "ledger %s does not exist", id).WithDetail("missing", []string{id})
 	}
 	return err
-}
-
-// checkHeadMove: moving a head by hand is for admins and the session's
-// creator; the ledger must be one the caller may see.
-func checkHeadMove(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	id := rc.URLParam("id")
-	if !kura.ValidID(id) {
-		return nil
-	}
-	_, _, by, err := s.session(r.Context(), p, id)
-	if err != nil {
-		return err
-	}
-	if !p.Can(auth.RoleAdmin) && (by == "" || by != p.Identity) {
-		return denied("only admins and the identity that created a session move its head by hand")
-	}
-	var mv kura.HeadMove
-	if !s.peekBody(r, &mv) || !kura.ValidID(mv.LedgerID) {
-		return nil
-	}
-	return s.requireLedger(r.Context(), p, "ledger_id", mv.LedgerID)
 }
 
 // checkRecordRefs binds the authors of new records and refuses existing
@@ -625,84 +299,6 @@ func (s *Server) checkRecordRefs(ctx context.Context, p auth.Principal, refs []k
 	return nil
 }
 
-func checkTurnOpen(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	id := rc.URLParam("id")
-	if !kura.ValidID(id) {
-		return nil
-	}
-	_, scope, _, err := s.session(r.Context(), p, id)
-	if err != nil {
-		return err
-	}
-	var in kura.TurnOpenInput
-	if !s.peekBody(r, &in) {
-		return nil
-	}
-	if in.Instruction != nil {
-		if err := checkAuthors(p, "instruction.author_id", []string{in.Instruction.AuthorID}); err != nil {
-			return err
-		}
-	}
-	if in.Memory != nil && !p.AllowsScope(scope) {
-		return denied("the session's scope %s is outside the token's scopes; open the turn without memory", scope)
-	}
-	return s.checkRecordRefs(r.Context(), p, in.Context)
-}
-
-func checkTurnAppend(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	scope, err := turnScope(s, r, rc, p)
-	if err != nil {
-		return err
-	}
-	var in kura.TurnAppend
-	if !s.peekBody(r, &in) {
-		return nil
-	}
-	if err := s.checkRecordRefs(r.Context(), p, in.Records); err != nil {
-		return err
-	}
-	if scope == "" || p.AllowsScope(scope) {
-		return nil
-	}
-	return s.checkNoMemory(r.Context(), scope, in.Records)
-}
-
-// extractedTypes are the record types a turn's close turns into memory
-// nodes of the session's scope.
-var extractedTypes = []string{"memory.fact", "memory.decision"}
-
-// checkNoMemory refuses memory records, new or by id, in the output of a
-// turn whose scope the caller may not write: its close would extract them
-// into that scope, whoever closes it. Record types never change, so the
-// check holds when the append is written.
-func (s *Server) checkNoMemory(ctx context.Context, scope string, refs []kura.RecordRef) error {
-	var ids []string
-	for _, ref := range refs {
-		switch {
-		case ref.RecordID == "":
-			if slices.Contains(extractedTypes, ref.Type) {
-				return memoryScopeDenied(scope, ref.Type)
-			}
-		case kura.ValidID(ref.RecordID):
-			ids = append(ids, ref.RecordID)
-		}
-	}
-	types, err := s.access().RecordTypes(ctx, ids)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if slices.Contains(extractedTypes, types[id]) {
-			return memoryScopeDenied(scope, types[id])
-		}
-	}
-	return nil
-}
-
-func memoryScopeDenied(scope, typ string) error {
-	return kura.Errorf(kura.EDenied, "%s records are extracted into scope %s at close, and scope %s is outside the token's scopes", typ, scope, scope).WithDetail("scope", scope)
-}
-
 // scoped checks the {scope} path parameter, then more.
 func scoped(more accessCheck) accessCheck {
 	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
@@ -718,140 +314,4 @@ func scoped(more accessCheck) accessCheck {
 		}
 		return nil
 	}
-}
-
-// checkNodeBody binds node owners and refuses derived_from records the
-// caller may not see.
-func checkNodeBody[T any](nodes func(*T) []kura.NodeInput) accessCheck {
-	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-		var in T
-		if !s.peekBody(r, &in) {
-			return nil
-		}
-		var owners, missing []string
-		for _, n := range nodes(&in) {
-			if n.Owner != nil {
-				owners = append(owners, *n.Owner)
-			}
-			for _, d := range n.DerivedFrom {
-				id, ok := strings.CutPrefix(d, "record:")
-				if !ok || !kura.ValidID(id) {
-					continue
-				}
-				vis, err := s.recordVisible(r.Context(), p, id)
-				if err != nil {
-					return err
-				}
-				if !vis {
-					missing = append(missing, d)
-				}
-			}
-		}
-		if err := checkAuthors(p, "owner", owners); err != nil {
-			return err
-		}
-		if len(missing) > 0 {
-			return kura.Invalid("derived_from", "derived_from names what does not exist in scope %s: %s", rc.URLParam("scope"), strings.Join(missing, ", ")).WithDetail("missing", missing)
-		}
-		return nil
-	}
-}
-
-// provenanceRef: tracing a record needs the record to be visible.
-func provenanceRef(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	ref := refParamFrom(rc)
-	id, ok := strings.CutPrefix(ref, "record:")
-	if !ok || !kura.ValidID(id) {
-		return nil
-	}
-	vis, err := s.recordVisible(r.Context(), p, id)
-	if err == nil && !vis {
-		err = kura.Errorf(kura.ENotFound, "no record %s", id)
-	}
-	return err
-}
-
-// KB scopes: the default scope "" is checked as the name "default".
-func kbScopeName(s string) string { return kura.KBScopeName(s) }
-
-func kbAllows(p auth.Principal, scopes []string) error {
-	for _, sc := range scopes {
-		if !kura.ValidKBScope(sc) {
-			continue
-		}
-		if !p.AllowsScope(kbScopeName(sc)) {
-			return denied("knowledge-base scope %s is outside the token's scopes", kbScopeName(sc))
-		}
-	}
-	return nil
-}
-
-func kbQueryScope(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	vs := r.URL.Query()["scope"]
-	if len(vs) > 1 {
-		return nil // the handler refuses a repeated scope
-	}
-	sc := ""
-	if len(vs) == 1 {
-		sc = vs[0]
-	}
-	return kbAllows(p, []string{sc})
-}
-
-func kbBody[T any](scopes func(*T) []string) accessCheck {
-	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-		var in T
-		if !s.peekBody(r, &in) {
-			return nil
-		}
-		return kbAllows(p, scopes(&in))
-	}
-}
-
-func kbBatchScopes(in *kura.KBBatchInput) []string {
-	out := make([]string, len(in.Entries))
-	for i := range in.Entries {
-		out[i] = in.Entries[i].Scope
-	}
-	return out
-}
-
-// listSessions is GET /v1/sessions for the caller: a project-restricted
-// one sees only its projects' sessions.
-func (s *Server) listSessions(r *http.Request, project, after string, limit int) ([]kura.Session, string, error) {
-	p := auth.FromContext(r.Context())
-	if project == "" && !p.AllProjects() {
-		return s.access().ListSessionsIn(r.Context(), p.Projects, after, limit)
-	}
-	return s.store.ListSessions(r.Context(), project, after, limit)
-}
-
-// listTurns is GET /v1/turns for the caller: a turn of a session it may
-// not see is left out, and a session_id it may not see lists nothing, as
-// a missing one does.
-func (s *Server) listTurns(r *http.Request, sid, state, after string, limit int) ([]kura.Turn, string, error) {
-	p := auth.FromContext(r.Context())
-	if !p.AllProjects() {
-		return s.access().ListTurnsIn(r.Context(), p.Projects, sid, state, after, limit)
-	}
-	return s.store.ListTurns(r.Context(), sid, state, after, limit)
-}
-
-// restrictEvents limits an event filter to what the caller may see, in the
-// store query, so next_after paging still steps over what it skipped.
-func restrictEvents(r *http.Request, f *kura.EventFilter) {
-	p := auth.FromContext(r.Context())
-	if p.AllProjects() && p.AllScopes() {
-		return
-	}
-	f.Restricted, f.Projects, f.Scopes = true, p.Projects, p.Scopes
-}
-
-// refParamFrom is refParam for a route context the middleware matched.
-func refParamFrom(rc *chi.Context) string {
-	v := rc.URLParam("ref")
-	if u, err := url.PathUnescape(v); err == nil {
-		return u
-	}
-	return v
 }

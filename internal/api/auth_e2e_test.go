@@ -228,6 +228,7 @@ var matrix = []matrixCase{
 // refusal for the other project must read exactly as for what does not
 // exist.
 func TestAuth_RouteRoleScopeMatrix(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	fx := e.seed()
 	for _, m := range []map[string]string{fx.in, fx.out, fx.none} {

@@ -104,6 +104,7 @@ func writtenBy(n nodeAnswer) string {
 // nothing written. The owner and admins may; nodes without an owner stay
 // writable by every writer of the scope, and MCP's memory_put follows.
 func TestAuthA_OwnedNodeRewrite(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	mem := "/v1/scopes/alpha/memory/nodes"
 	e.must(tWA, "POST", mem, `{"kind":"fact","id":"own","title":"t","summary":"by a","owner":"agent:a","lifecycle":"active","authority":"verified"}`)
@@ -231,6 +232,7 @@ func TestAuthA_WrittenBy(t *testing.T) {
 // its scope may not append memory records (they would be extracted into
 // the scope), and its close extracts nothing and says what it skipped.
 func TestAuthA_ExtractionNeedsScope(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	sid := e.must(tWA, "POST", "/v1/sessions", `{"project":"alpha","name":"s"}`)["id"].(string)
 	tid := e.must(tWA, "POST", "/v1/sessions/"+sid+"/turns", `{"instruction":{"content":"go","author_id":"agent:a"}}`)["id"].(string)
@@ -319,6 +321,7 @@ func (e *authEnv) packAlpha(secret string) (lid string, packed recordAnswer) {
 // by id, by hash nor in listings, and see it withheld (content null, hashes
 // kept, still verifiable) in the ledger.
 func TestAuthA_PackedMemoryWithheld(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	const secret = "the launch code is 0000"
 	lid, packed := e.packAlpha(secret)
@@ -392,6 +395,7 @@ func TestAuthA_PackedMemoryWithheld(t *testing.T) {
 // read without their text, in trace, evidence, raw-sources and MCP's
 // get_belief_evidence.
 func TestAuthA_ProvenanceWithheld(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	const private = "a's private note"
 	x := e.must(tWA, "POST", "/v1/records", `{"type":"agent.thought","content":"`+private+`","author_id":"agent:a"}`)["id"].(string)

@@ -66,6 +66,7 @@ func infoState(t *testing.T, base string) string {
 // only loopback names; every route (health checks and /mcp included) refuses
 // any other Host with 403 permission_denied and changes nothing.
 func TestAuthC_TokenlessRefusesForeignHost(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	base := d.BaseURL()
 	_, port, _ := net.SplitHostPort(d.HTTPAddr())
@@ -134,6 +135,7 @@ func TestAuthC_TokenlessRefusesForeignHost(t *testing.T) {
 // rebinding page holds no token), so kurad works behind a reverse proxy
 // that passes its public name; without a token the answer is still 401.
 func TestAuthC_TokensDoNotCheckHost(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	for _, rt := range []struct{ method, path, body string }{
 		{"GET", "/healthz", ""},
@@ -233,6 +235,7 @@ func (l *natsLog) subject(ref, id string) string {
 // project it holds. Records written inside a turn take the session's
 // project whatever their metadata says.
 func TestAuthC_RecordProjectIDBound(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	msgs := subscribe(t, e.d)
 	rec := func(content, pid string) string {
@@ -292,6 +295,7 @@ func TestAuthC_RecordProjectIDBound(t *testing.T) {
 // theirs, on NATS and in the feed; a restricted token's feed shows only
 // its scopes' KB events.
 func TestAuthC_KBEventsCarryScope(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, func(c *daemon.Config) { c.DefaultProject = "dflt" })
 	msgs := subscribe(t, e.d)
 	put := func(tok, scope, id string) string {
@@ -461,6 +465,7 @@ func (s *sse) ended(d time.Duration) ([]string, bool) {
 // telling it the key exists, no replay of someone else's answer), and the
 // owner's retry still replays its own answer.
 func TestAuthC_IdempotencyKeyPerIdentity(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	send := func(tok, key, body string) (int, http.Header, []byte) {
 		req, _ := http.NewRequest("POST", e.base+"/v1/records", strings.NewReader(body))
@@ -604,6 +609,7 @@ func TestAuthC_StreamsEndWhenTokenRevoked(t *testing.T) {
 // naming another worker is 403 and writes nothing. Admins may name anyone,
 // and a claim without worker is the caller's.
 func TestAuthC_ClaimWorkerBound(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	turn := func(name string) string {
 		sid := e.must(tWA, "POST", "/v1/sessions", `{"project":"alpha","name":"`+name+`"}`)["id"].(string)
@@ -639,6 +645,7 @@ func TestAuthC_ClaimWorkerBound(t *testing.T) {
 // append, renew and close of a claimed turn come from its worker (or an
 // admin). Another writer of the project gets 403 and nothing is written.
 func TestAuth_ClaimedTurnWrittenByItsWorker(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	sid := e.must(tWA, "POST", "/v1/sessions", `{"project":"alpha","name":"lease"}`)["id"].(string)
 	tid := e.must(tWA, "POST", "/v1/sessions/"+sid+"/turns", `{"instruction":{"type":"task.instruction","content":"go","author_id":"agent:a"}}`)["id"].(string)

@@ -9,6 +9,7 @@ import (
 // (or feedback) without author_id is told the field is required and what an
 // author id looks like, with the field named, and nothing is written.
 func TestAPI_MissingAuthorIDSaysRequired(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	st, s, raw := c.post("/v1/sessions", `{"project":"hashi","name":"authors"}`)
 	if st != 201 {
@@ -69,6 +70,7 @@ func TestAPI_MissingAuthorIDSaysRequired(t *testing.T) {
 // TestAPI_UnknownTypeSaysConfigurable: the 400 for a type outside the
 // vocabulary lists the accepted types and names the setting that adds more.
 func TestAPI_UnknownTypeSaysConfigurable(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	st, m, raw := c.post("/v1/records", `{"type":"agent.dream","content":1,"author_id":"agent:bmo"}`)
 	if st != 400 {

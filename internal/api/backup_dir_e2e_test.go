@@ -23,6 +23,7 @@ var backupName = regexp.MustCompile(`^\d{8}T\d{6}\.\d{9}Z$`)
 // .. followed) inside the backup directory, else 400 naming the field,
 // with nothing created; and no error repeats a path or a file name.
 func TestAPI_BackupDirectory(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	c := &apiClient{tb: t, base: d.BaseURL()}
 	if st, _, raw := c.post("/v1/records", `{"type":"agent.thought","content":"x","author_id":"agent:bmo"}`); st != 201 {
@@ -148,6 +149,7 @@ func TestAPI_BackupDirectory(t *testing.T) {
 // backup directory; kurad creates it 0700 at start, parents included, and
 // backups without a path land there.
 func TestAPI_BackupDirectoryConfigured(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "srv", "kura-backups")
 	d := kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) { c.BackupDir = dir }})
 	c := &apiClient{tb: t, base: d.BaseURL()}

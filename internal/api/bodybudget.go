@@ -13,7 +13,7 @@ import (
 // bodyBudget bounds the bytes of request bodies all requests hold at once.
 // The body limit bounds one request; many concurrent large ones would still
 // push kurad far past its soft memory limit (a body is read, sometimes
-// copied for an access check or an idempotency fingerprint, and decoded).
+// copied for an idempotency fingerprint, and decoded).
 // So a request reserves what its body may hold before anything reads it,
 // and gives it back when it has been answered.
 type bodyBudget struct {
@@ -79,8 +79,8 @@ func (s *Server) reservation(r *http.Request) int64 {
 }
 
 // reserveBody makes a request with a body reserve it in the budget before
-// anything reads it (the access checks peek at bodies), to hold until the
-// request is answered: the caller defers release. authenticate calls it
+// anything reads it (an idempotency fingerprint, the one decoding), to hold
+// until the request is answered: the caller defers release. authenticate calls it
 // once the caller is known, so that requests refused 401 or 429 never
 // reserve anything and a client without a token cannot spend the budget.
 // Without room in time it answers 503 unavailable with Retry-After, the

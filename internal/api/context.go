@@ -3,11 +3,12 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"github.com/kura-memory/kura/internal/kura"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/kura-memory/kura/internal/admission"
+	"github.com/kura-memory/kura/internal/auth"
+	"github.com/kura-memory/kura/internal/kura"
 )
 
 // ContextStore is what the context routes need from the store.
@@ -17,15 +18,21 @@ type ContextStore interface {
 	GetBundle(ctx context.Context, scope, id string) (json.RawMessage, error)
 }
 
-func (s *Server) registerContextRoutes(r chi.Router) {
-	r.Route("/scopes/{scope}/context", func(r chi.Router) {
-		r.Use(s.scopeParam)
-		r.Post("/preview", s.handleContextPreview)
-		r.Post("/compile", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusOK, func(r *http.Request, req *admission.Request) (json.RawMessage, error) {
-			return s.store.CompileContext(r.Context(), chi.URLParam(r, "scope"), req, keep(r))
-		})))
-		r.Get("/bundles/{id}", s.handleBundleGet)
-	})
+func (s *Server) contextRoutes() []route {
+	const prefix = "/v1/scopes/{scope}/context"
+	return []route{
+		// preview writes nothing: a reader may ask it.
+		{method: http.MethodPost, pattern: prefix + "/preview", role: auth.RoleReader, check: scoped(nil), serve: s.handleContextPreview},
+		bodyRoute[admission.Request, json.RawMessage]{
+			method: http.MethodPost, pattern: prefix + "/compile", role: auth.RoleWriter,
+			check: scoped(nil), answer: answer200,
+			call: func(r *http.Request, req *admission.Request, keep kura.WriteOption) (json.RawMessage, bool, error) {
+				b, err := s.store.CompileContext(r.Context(), chi.URLParam(r, "scope"), req, keep)
+				return b, false, err
+			},
+		}.route(s),
+		{method: http.MethodGet, pattern: prefix + "/bundles/{id}", role: auth.RoleReader, check: scoped(nil), serve: s.handleBundleGet},
+	}
 }
 
 // handleContextPreview answers what compile would, writing nothing: no

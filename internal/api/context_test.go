@@ -269,6 +269,7 @@ func (c *apiClient) ctxFourBuckets(scope string) {
 // (a) Preview writes nothing, key or no key; compile writes one bundle and
 // one context.compiled event; the stored bundle is the answer, byte for byte.
 func TestContext_PreviewWritesNothingCompileOneEvent(t *testing.T) {
+	t.Parallel()
 	c, d := newDaemon(t)
 	rows := ctxRows(t, d)
 	c.ctxFourBuckets("acme")
@@ -334,6 +335,7 @@ func TestContext_PreviewWritesNothingCompileOneEvent(t *testing.T) {
 // (c) budget_bytes keeps a prefix of the ranked items, in bucket order,
 // whose JSON fits; bytes is exactly their size and omitted counts the rest.
 func TestContext_Budget(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	var nodes []string
 	for i, spec := range []struct{ lifecycle, authority string }{
@@ -431,6 +433,7 @@ func TestContext_Budget(t *testing.T) {
 // (d) Secret-like strings never leave kurad in a title or summary unless
 // the caller asks for them; prose that only mentions secrets is untouched.
 func TestContext_Redaction(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	const pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7r1bY1xWw0KoAeYfZ\nq3Jr2sNVh0yT8aQ==\n-----END RSA PRIVATE KEY-----"
 	tests := []struct {
@@ -497,6 +500,7 @@ func TestContext_Redaction(t *testing.T) {
 // (e) What decides a bucket: only the scope's own incoming relations of the
 // blocking kinds at or above the thresholds, then lifecycle and authority.
 func TestContext_Decisions(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	trusted := func(kind, id string) string {
 		return fmt.Sprintf(`{"kind":%q,"id":%q,"summary":"s","lifecycle":"active","authority":"trusted"}`, kind, id)
@@ -605,6 +609,7 @@ func TestContext_Decisions(t *testing.T) {
 
 // (f) Bad input is refused with the field named, and changes nothing.
 func TestContext_BadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	c, d := newDaemon(t)
 	rows := ctxRows(t, d)
 	c.ctxFourBuckets("acme")
@@ -674,6 +679,7 @@ func TestContext_BadInputWritesNothing(t *testing.T) {
 // (g) A turn opened with memory packs the compiled use_now items into its
 // context ledger, written by kurad, and names the bundle it came from.
 func TestContext_TurnOpenWithMemory(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.ctxNodes("hashi",
 		`{"kind":"fact","id":"retry","title":"Retry policy","summary":"payments retry thrice","lifecycle":"active","authority":"trusted"}`,
@@ -742,6 +748,7 @@ func TestContext_TurnOpenWithMemory(t *testing.T) {
 
 // (h) as_of compiles memory as it was, and says how old it is.
 func TestContext_AsOf(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	nodes := c.ctxNodes("hist",
 		`{"kind":"fact","id":"a","summary":"first","lifecycle":"active","authority":"trusted"}`,

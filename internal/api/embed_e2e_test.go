@@ -96,6 +96,7 @@ const meaningNodes = `{"nodes":[
 	{"kind":"fact","id":"garage","title":"Automobile garage","summary":"the garage by the station opens at eight"}]}`
 
 func TestEmbed_E2E_HybridSearch(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, 64)
 	c, _ := startEmbedKurad(t, srv, "m1", "")
 	c.mustPost(acmeMem+"/nodes/batch", meaningNodes, 201)
@@ -153,6 +154,7 @@ func TestEmbed_E2E_HybridSearch(t *testing.T) {
 }
 
 func TestEmbed_E2E_EmbedderDown(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, 64)
 	srv.SetDown(true)
 	c, _ := startEmbedKurad(t, srv, "m1", "")
@@ -183,6 +185,7 @@ func TestEmbed_E2E_EmbedderDown(t *testing.T) {
 }
 
 func TestEmbed_E2E_ModelChange(t *testing.T) {
+	t.Parallel()
 	srv := embedtest.Start(t, 64)
 	dir := t.TempDir()
 	c, d := startEmbedKurad(t, srv, "m1", dir)
@@ -212,6 +215,7 @@ func TestEmbed_E2E_ModelChange(t *testing.T) {
 }
 
 func TestEmbed_E2E_NoEmbedder(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.mustPost(acmeMem+"/nodes", `{"kind":"fact","id":"car","title":"Car maintenance","summary":"service the car"}`, 201)
 	// Without an embedder, nothing changes: no embedder in /v1/info, no

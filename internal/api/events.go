@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
@@ -24,9 +24,21 @@ const maxEventWait = 60 * time.Second
 // so proxies and clients can tell a quiet stream from a dead one.
 var streamKeepalive = 15 * time.Second
 
-func (s *Server) registerEventRoutes(r chi.Router) {
-	r.Get("/events", s.handleEvents)
-	r.Get("/events/stream", s.handleEventStream)
+// EventStore is what the event routes need from the store.
+type EventStore interface {
+	LastEventSeq() int64
+	ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error)
+	// EventsChanged is closed at the next commit that writes an event.
+	EventsChanged() <-chan struct{}
+}
+
+// eventRoutes are the feed and the stream; both filter in the store query
+// what the caller may not see (restrictEvents).
+func (s *Server) eventRoutes() []route {
+	return []route{
+		{method: http.MethodGet, pattern: "/v1/events", role: auth.RoleReader, check: projectQuery, serve: s.handleEvents},
+		{method: http.MethodGet, pattern: "/v1/events/stream", role: auth.RoleReader, check: projectQuery, serve: s.handleEventStream},
+	}
 }
 
 // parseEventFilter reads after=, limit=, type= (comma-separated) and
@@ -364,4 +376,14 @@ func (s *Server) streamErrorBody(r *http.Request, err error) []byte {
 	}
 	b, _ := json.Marshal(map[string]any{"error": ke})
 	return b
+}
+
+// restrictEvents limits an event filter to what the caller may see, in the
+// store query, so next_after paging still steps over what it skipped.
+func restrictEvents(r *http.Request, f *kura.EventFilter) {
+	p := auth.FromContext(r.Context())
+	if p.AllProjects() && p.AllScopes() {
+		return
+	}
+	f.Restricted, f.Projects, f.Scopes = true, p.Projects, p.Scopes
 }

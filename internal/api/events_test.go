@@ -75,6 +75,7 @@ func (c *apiClient) writeBatches(n int, tag string) []string {
 // catches up from its last seq: all of them, once each, in order, through
 // both the paged feed and the stream.
 func TestEvents_CatchUpAfterSubscriberDies(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	c := &apiClient{tb: t, base: d.BaseURL()}
 	nc, err := nats.Connect("nats://" + d.NATSAddr())
@@ -181,6 +182,7 @@ func readStream(t *testing.T, ctx context.Context, url, lastEventID string, n in
 }
 
 func TestEvents_FiltersAndPaging(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.writeBatches(3, "a")
 	st, m, _ := c.post("/v1/records", `{"type":"agent.thought","content":"hashi","author_id":"agent:bmo","metadata":{"project_id":"hashi"}}`)
@@ -226,6 +228,7 @@ func TestEvents_FiltersAndPaging(t *testing.T) {
 }
 
 func TestEvents_BadInput(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	cases := []struct{ path, field string }{
 		{"/v1/events?after=-1", "after"},
@@ -393,6 +396,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // none. A turn close changes several things (an output ledger, the head,
 // the turn) and says so once for each.
 func TestEvents_OneRowPerMutation(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	var after int64
 	step := func(name string, want []string, do func()) {

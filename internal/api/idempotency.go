@@ -13,6 +13,12 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
+// IdempotencyStore is what the Idempotency-Key handling needs from the
+// store: the answers it keeps.
+type IdempotencyStore interface {
+	LookupIdempotency(ctx context.Context, identity, key string) (*kura.StoredAnswer, error)
+}
+
 // MaxIdempotencyKey is the longest Idempotency-Key accepted (API.md).
 const MaxIdempotencyKey = 128
 
@@ -39,17 +45,17 @@ func render(v any) []byte {
 	return append(b, '\n')
 }
 
-// answer writes a successful write answer with render.
-func (s *Server) answer(w http.ResponseWriter, status int, v any) {
-	writeBody(w, status, render(v))
-}
-
 // idempotent wraps a write route: a request carrying Idempotency-Key whose
 // answer is stored gets that answer again and writes nothing; otherwise the
 // key rides along to the store, which keeps the answer in the same
 // transaction as the write. A key belongs to the caller's identity: the
 // same key from another identity is another key.
-func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
+// The stored answer is the one rule decides (the route's answer rule), so
+// the first answer and every replay are the same bytes. recheck (nil: none)
+// is the route's body check, run on the raw body before a stored answer is
+// given out (bodyRoute): a caller whose rights shrank since gets the
+// refusal, not the answer.
+func (s *Server) idempotent(rule answerRule, recheck func(r *http.Request, body []byte) error, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" {
@@ -70,11 +76,17 @@ func (s *Server) idempotent(h http.HandlerFunc) http.HandlerFunc {
 		sum := sha256.Sum256([]byte(r.Method + " " + r.URL.Path + "?" + r.URL.RawQuery + "\n" + string(body)))
 		fp := hex.EncodeToString(sum[:])
 		identity := auth.FromContext(r.Context()).Identity
-		if s.replay(w, r, identity, key, fp) {
+		before := func() error {
+			if recheck == nil {
+				return nil
+			}
+			return recheck(r, body)
+		}
+		if s.replay(w, r, identity, key, fp, before) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		ctx := context.WithValue(r.Context(), idemKey{}, &kura.Idempotency{Identity: identity, Key: key, Fingerprint: fp, Answer: answerCreated})
+		ctx := context.WithValue(r.Context(), idemKey{}, &kura.Idempotency{Identity: identity, Key: key, Fingerprint: fp, Answer: rule})
 		h(w, r.WithContext(ctx))
 	}
 }
@@ -91,16 +103,10 @@ func idempotencyOf(r *http.Request) *kura.Idempotency {
 // an Idempotency-Key).
 func keep(r *http.Request) kura.WriteOption { return kura.KeepAnswer(idempotencyOf(r)) }
 
-// answerCreated answers 201 for a created resource, else 200.
-func answerCreated(v any, created bool) (int, []byte) {
-	if created {
-		return http.StatusCreated, render(v)
-	}
-	return http.StatusOK, render(v)
-}
-
 // replay answers from a stored answer; it reports whether it answered.
-func (s *Server) replay(w http.ResponseWriter, r *http.Request, identity, key, fp string) bool {
+// before runs first when there is one: the access check of the request's
+// body.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, identity, key, fp string, before func() error) bool {
 	a, err := s.store.LookupIdempotency(r.Context(), identity, key)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -108,6 +114,10 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, identity, key, f
 	}
 	if a == nil {
 		return false
+	}
+	if err := before(); err != nil {
+		s.writeError(w, r, err)
+		return true
 	}
 	if a.Fingerprint != fp {
 		s.writeError(w, r, kura.Errorf(kura.EConflict, "this Idempotency-Key was used for a different request").WithDetail("field", "Idempotency-Key"))

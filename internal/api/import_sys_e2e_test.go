@@ -96,6 +96,7 @@ func wantImportDenied(t *testing.T, c *apiClient, body []byte, id string) {
 // (or a retired key it is told to trust); otherwise the import is 403
 // naming the record and writes nothing.
 func TestImport_SysRecordsNeedThisKuradsSignature(t *testing.T) {
+	t.Parallel()
 	a := kuradtest.StartMain(t, kuradtest.Options{})
 	ca := &apiClient{tb: t, base: a.BaseURL()}
 	in, sys := sysExport(t, ca)

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kb"
 	"github.com/kura-memory/kura/internal/kura"
 )
@@ -37,34 +38,59 @@ const (
 	maxKBQueryKeys = 8 * kura.MaxKBKeys       // keys in any_keys or all_keys
 )
 
-func (s *Server) registerKBRoutes(r chi.Router) {
-	r.Route("/kb/{kb}", func(r chi.Router) {
-		r.Use(s.kbParam)
-		r.Put("/entries", s.idempotent(s.handleKBPut))
-		r.Put("/entries/batch", s.idempotent(bodyRoute(s, s.decodeKB, http.StatusOK, func(r *http.Request, in *kura.KBBatchInput) (*kura.KBBatch, error) {
-			return s.store.PutKBEntries(r.Context(), chi.URLParam(r, "kb"), in.Entries, keep(r))
-		})))
-		r.Get("/entries", s.handleKBQuery)
-		r.Patch("/entries", s.idempotent(bodyRoute(s, s.decodeKB, http.StatusOK, func(r *http.Request, in *kura.KBPatch) (*kura.KBEntry, error) {
-			return s.store.UpdateKBEntry(r.Context(), chi.URLParam(r, "kb"), in, keep(r))
-		})))
-		r.Delete("/entries", s.idempotent(s.handleKBDelete))
-		r.Get("/stats", s.handleKBStats)
-		r.Get("/history", s.handleKBHistory)
-		r.Get("/lookup", s.handleKBLookup)
-		r.Get("/search", s.handleKBSearch)
-	})
-}
-
-// kbParam refuses a malformed knowledge-base name before any handler runs.
-func (s *Server) kbParam(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !kura.ValidSlug(chi.URLParam(r, "kb")) {
-			s.writeError(w, r, kura.Invalid("kb", "knowledge base name must be a slug (lowercase letters, digits, - and _)"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+func (s *Server) kbRoutes() []route {
+	const prefix = "/v1/kb/{kb}"
+	read := func(pattern string, h http.HandlerFunc) route {
+		return route{method: http.MethodGet, pattern: prefix + pattern, role: auth.RoleReader, check: kbQueryScope, serve: h}
+	}
+	return []route{
+		bodyRoute[kura.KBEntryInput, *kura.KBEntry]{
+			method: http.MethodPut, pattern: prefix + "/entries", role: auth.RoleWriter,
+			decode: s.decodeKB, answer: answerNew,
+			body: func(s *Server, r *http.Request, p auth.Principal, in *kura.KBEntryInput) error {
+				return kbAllows(p, []string{in.Scope})
+			},
+			call: func(r *http.Request, in *kura.KBEntryInput, keep kura.WriteOption) (*kura.KBEntry, bool, error) {
+				return s.store.PutKBEntry(r.Context(), chi.URLParam(r, "kb"), in, keep)
+			},
+		}.route(s),
+		bodyRoute[kura.KBBatchInput, *kura.KBBatch]{
+			method: http.MethodPut, pattern: prefix + "/entries/batch", role: auth.RoleWriter,
+			decode: s.decodeKB, answer: answer200,
+			body: func(s *Server, r *http.Request, p auth.Principal, in *kura.KBBatchInput) error {
+				return kbAllows(p, kbBatchScopes(in))
+			},
+			call: func(r *http.Request, in *kura.KBBatchInput, keep kura.WriteOption) (*kura.KBBatch, bool, error) {
+				b, err := s.store.PutKBEntries(r.Context(), chi.URLParam(r, "kb"), in.Entries, keep)
+				return b, false, err
+			},
+		}.route(s),
+		read("/entries", s.handleKBQuery),
+		bodyRoute[kura.KBPatch, *kura.KBEntry]{
+			method: http.MethodPatch, pattern: prefix + "/entries", role: auth.RoleWriter,
+			decode: s.decodeKB, answer: answer200,
+			body: func(s *Server, r *http.Request, p auth.Principal, in *kura.KBPatch) error {
+				return kbAllows(p, []string{in.Scope})
+			},
+			call: func(r *http.Request, in *kura.KBPatch, keep kura.WriteOption) (*kura.KBEntry, bool, error) {
+				e, err := s.store.UpdateKBEntry(r.Context(), chi.URLParam(r, "kb"), in, keep)
+				return e, false, err
+			},
+		}.route(s),
+		// DELETE names what it removes in the query: no body to decode.
+		bodyRoute[struct{}, kura.KBDeleted]{
+			method: http.MethodDelete, pattern: prefix + "/entries", role: auth.RoleWriter,
+			check: kbQueryScope, decode: noBody, answer: answer200,
+			call: func(r *http.Request, _ *struct{}, keep kura.WriteOption) (kura.KBDeleted, bool, error) {
+				n, err := s.deleteKB(r, keep)
+				return kura.KBDeleted{Deleted: n}, false, err
+			},
+		}.route(s),
+		read("/stats", s.handleKBStats),
+		read("/history", s.handleKBHistory),
+		read("/lookup", s.handleKBLookup),
+		read("/search", s.handleKBSearch),
+	}
 }
 
 // decodeKB is decodeJSON for knowledge-base bodies, which must be valid
@@ -127,24 +153,6 @@ func loneSurrogate(b []byte) bool {
 		}
 	}
 	return false
-}
-
-func (s *Server) handleKBPut(w http.ResponseWriter, r *http.Request) {
-	var in kura.KBEntryInput
-	if err := s.decodeKB(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	e, created, err := s.store.PutKBEntry(r.Context(), chi.URLParam(r, "kb"), &in, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	s.answer(w, status, e)
 }
 
 // kbQuery reads the query parameters of the knowledge-base routes. Every
@@ -277,44 +285,35 @@ func (s *Server) handleKBQuery(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, page)
 }
 
-func (s *Server) handleKBDelete(w http.ResponseWriter, r *http.Request) {
+// deleteKB is DELETE /v1/kb/{kb}/entries: one entry by identifier, or
+// every entry of a scope with all=true.
+func (s *Server) deleteKB(r *http.Request, keep kura.WriteOption) (int, error) {
 	q := kbQuery{r.URL.Query()}
 	scope, err := q.scope()
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, err
 	}
 	all, _, err := q.one("all")
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, err
 	}
 	if all != "" && all != "true" && all != "false" {
-		s.writeError(w, r, kura.Invalid("all", "all must be true or false"))
-		return
+		return 0, kura.Invalid("all", "all must be true or false")
 	}
 	identifier, named, err := q.one("identifier")
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, err
 	}
 	name := chi.URLParam(r, "kb")
-	var n int
 	switch {
 	case all == "true" && named:
-		err = kura.Invalid("all", "all=true clears the whole scope; it does not go with identifier")
+		return 0, kura.Invalid("all", "all=true clears the whole scope; it does not go with identifier")
 	case all == "true":
-		n, err = s.store.ClearKB(r.Context(), name, scope, keep(r))
+		return s.store.ClearKB(r.Context(), name, scope, keep)
 	case !named:
-		err = kura.Invalid("identifier", "identifier is required (or all=true to clear the scope)")
-	default:
-		n, err = s.store.DeleteKBEntry(r.Context(), name, scope, identifier, keep(r))
+		return 0, kura.Invalid("identifier", "identifier is required (or all=true to clear the scope)")
 	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, kura.KBDeleted{Deleted: n})
+	return s.store.DeleteKBEntry(r.Context(), name, scope, identifier, keep)
 }
 
 func (s *Server) handleKBStats(w http.ResponseWriter, r *http.Request) {
@@ -457,4 +456,39 @@ func (s *Server) handleKBSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, page)
+}
+
+// KB scopes: the default scope "" is checked as the name "default".
+func kbScopeName(s string) string { return kura.KBScopeName(s) }
+
+func kbAllows(p auth.Principal, scopes []string) error {
+	for _, sc := range scopes {
+		if !kura.ValidKBScope(sc) {
+			continue
+		}
+		if !p.AllowsScope(kbScopeName(sc)) {
+			return denied("knowledge-base scope %s is outside the token's scopes", kbScopeName(sc))
+		}
+	}
+	return nil
+}
+
+func kbQueryScope(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+	vs := r.URL.Query()["scope"]
+	if len(vs) > 1 {
+		return nil // the handler refuses a repeated scope
+	}
+	sc := ""
+	if len(vs) == 1 {
+		sc = vs[0]
+	}
+	return kbAllows(p, []string{sc})
+}
+
+func kbBatchScopes(in *kura.KBBatchInput) []string {
+	out := make([]string, len(in.Entries))
+	for i := range in.Entries {
+		out[i] = in.Entries[i].Scope
+	}
+	return out
 }

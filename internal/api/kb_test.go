@@ -111,6 +111,7 @@ func specSeed(c *apiClient) {
 }
 
 func TestKB_SpecExamplesOverHTTP(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	specSeed(c)
 	for _, ex := range kbtest.Examples {
@@ -172,6 +173,7 @@ func TestKB_SpecExamplesOverHTTP(t *testing.T) {
 // puts the strict matches first and the ranked entries after them, and
 // mode=strict answers as the spec's tool bridge does.
 func TestKB_RankedOverHTTP(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	specSeed(c)
 	v3 := kura.KBEntryInput{Identifier: "Uniswap V3 router contract addresses", Keys: []string{"Uniswap", "Router"}, Value: "SwapRouter02: 0x68b3"}
@@ -236,6 +238,7 @@ func TestKB_RankedOverHTTP(t *testing.T) {
 }
 
 func TestKB_StatusCodes(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	e := decode[kura.KBEntry](t, c.mustKB("PUT", kbPath+"/entries", `{"identifier":"Uniswap pools","keys":["Uniswap","DEX"],"value":"Pool: 0x123"}`, 201))
 	if !kura.ValidID(e.ID) || e.Scope != "" || e.Version != 1 || e.Identifier != "Uniswap pools" || !slices.Equal(e.Keys, []string{"Uniswap", "DEX"}) ||
@@ -306,6 +309,7 @@ func TestKB_StatusCodes(t *testing.T) {
 }
 
 func TestKB_Paging(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	var entries []string
 	var want []string
@@ -356,6 +360,7 @@ func TestKB_Paging(t *testing.T) {
 }
 
 func TestKB_BadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	specSeed(c)
 	c.mustKB("PUT", kbPath+"/entries", `{"scope":"nft","identifier":"OpenSea","keys":["NFT"],"value":"x"}`, 201)
@@ -475,6 +480,7 @@ func TestKB_BadInputWritesNothing(t *testing.T) {
 }
 
 func TestKB_Events(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	info := decode[struct {
 		LastEventSeq int64 `json:"last_event_seq"`
@@ -519,6 +525,7 @@ func TestKB_Events(t *testing.T) {
 }
 
 func TestKB_IdempotentReplays(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	specSeed(c)
 	uni := url.QueryEscape(kbtest.Uniswap.Identifier)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -10,27 +11,32 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
-func (s *Server) registerLedgerRoutes(r chi.Router) {
-	r.Post("/ledgers", s.idempotent(s.handleLedgerCreate))
-	r.Get("/ledgers/{id}", s.handleLedgerGet)
-	r.Get("/ledgers/{id}/records", s.handleLedgerRecords)
-	r.Get("/ledgers/{id}/verify", s.handleLedgerVerify)
-	r.Get("/ledgers/{id}/diff/{other}", s.handleLedgerDiff)
-	r.Get("/ledgers/{id}/proof/{record_id}", s.handleLedgerProof)
+// LedgerStore is what the ledger routes need from the store.
+type LedgerStore interface {
+	CreateLedger(ctx context.Context, in *kura.LedgerInput, opts ...kura.WriteOption) (*kura.Ledger, error)
+	GetLedger(ctx context.Context, id string, withRecords bool) (*kura.Ledger, error)
+	HydrateLedger(ctx context.Context, id string, after, limit int, scopes []string, w io.Writer, start func(next int) error) error
+	VerifyLedger(ctx context.Context, id string) (*kura.Verification, error)
+	Diff(ctx context.Context, a, b string) (*kura.Diff, error)
+	Proof(ctx context.Context, ledgerID, recordID string) (*kura.Proof, error)
 }
 
-func (s *Server) handleLedgerCreate(w http.ResponseWriter, r *http.Request) {
-	var in kura.LedgerInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+func (s *Server) ledgerRoutes() []route {
+	return []route{
+		bodyRoute[kura.LedgerInput, *kura.Ledger]{
+			method: http.MethodPost, pattern: "/v1/ledgers", role: auth.RoleWriter,
+			check: needAllProjects("free-standing ledgers (POST /v1/ledgers)"), answer: answer201,
+			call: func(r *http.Request, in *kura.LedgerInput, keep kura.WriteOption) (*kura.Ledger, bool, error) {
+				l, err := s.store.CreateLedger(r.Context(), in, keep)
+				return l, true, err
+			},
+		}.route(s),
+		{method: http.MethodGet, pattern: "/v1/ledgers/{id}", role: auth.RoleReader, check: ledgerParams("id"), serve: s.handleLedgerGet},
+		{method: http.MethodGet, pattern: "/v1/ledgers/{id}/records", role: auth.RoleReader, check: ledgerParams("id"), serve: s.handleLedgerRecords},
+		{method: http.MethodGet, pattern: "/v1/ledgers/{id}/verify", role: auth.RoleReader, check: ledgerParams("id"), serve: s.handleLedgerVerify},
+		{method: http.MethodGet, pattern: "/v1/ledgers/{id}/diff/{other}", role: auth.RoleReader, check: ledgerParams("id", "other"), serve: s.handleLedgerDiff},
+		{method: http.MethodGet, pattern: "/v1/ledgers/{id}/proof/{record_id}", role: auth.RoleReader, check: ledgerParams("id"), serve: s.handleLedgerProof},
 	}
-	l, err := s.store.CreateLedger(r.Context(), &in, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusCreated, l)
 }
 
 func (s *Server) handleLedgerGet(w http.ResponseWriter, r *http.Request) {
@@ -130,4 +136,23 @@ func (s *Server) handleLedgerProof(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, p)
+}
+
+func ledgerParams(names ...string) accessCheck {
+	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+		for _, n := range names {
+			id := rc.URLParam(n)
+			if !kura.ValidID(id) {
+				return nil
+			}
+			ok, err := s.ledgerVisible(r.Context(), p, id)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return kura.Errorf(kura.ENotFound, "ledger %s not found", id)
+			}
+		}
+		return nil
+	}
 }

@@ -10,6 +10,7 @@ import (
 // answer, its idempotent replay, GET), as API.md lists the field; only the
 // session log leaves record_ids out, for every ledger, as documented.
 func TestLedger_EmptyListsRecordIDs(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	raw := func(what string, st int, b []byte, want int) map[string]json.RawMessage {
 		t.Helper()

@@ -17,6 +17,7 @@ import (
 // TestPathParams_EveryRouteParamChecked walks the router: a route that
 // gains a {param} without a validator fails here, not in production.
 func TestPathParams_EveryRouteParamChecked(t *testing.T) {
+	t.Parallel()
 	routes, ok := api.New(api.Config{}, nil, nil).Handler().(chi.Routes)
 	if !ok {
 		t.Fatal("the handler is not a chi router")
@@ -50,6 +51,7 @@ func TestPathParams_EveryRouteParamChecked(t *testing.T) {
 // TestPathParams_Refused sends malformed ids in every kind of path
 // parameter: each is a 400 naming the parameter, and nothing changes.
 func TestPathParams_Refused(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	const u = "01a1fdca-0000-7000-8000-000000000000"
 	before := c.state()
@@ -95,6 +97,7 @@ func TestPathParams_Refused(t *testing.T) {
 
 // TestJSONLimits checks each body limit at its boundary on a real kurad.
 func TestJSONLimits(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 20
 	d := kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) { c.MaxBodyBytes = limit }})
 	c := &apiClient{tb: t, base: d.BaseURL()}

@@ -13,6 +13,7 @@ import (
 // leaving it out (or null) is no limit; the same holds for the memory a
 // turn packs into its context.
 func TestContext_MaxPerBucketZeroKeepsNone(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	c.ctxFourBuckets("acme")
 	full := c.ctxCall(t, "acme", "preview", `{}`)

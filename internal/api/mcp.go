@@ -5,41 +5,52 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/go-chi/chi/v5"
-	"github.com/kura-memory/kura/internal/mcp"
+	"github.com/kura-memory/kura/internal/kura"
 )
 
-// registerMCPRoutes serves Kura's MCP tools over Streamable HTTP at /mcp,
+// MCPOptions is what the MCP server is built with: the API's own handler,
+// which every tool call goes through in process, and the facts tools
+// describe themselves with.
+type MCPOptions struct {
+	API          http.Handler
+	Version      string
+	RecordTypes  []string
+	NodeKinds    []string
+	MaxBodyBytes int64
+}
+
+// mcpHandler serves Kura's MCP tools over Streamable HTTP at /mcp,
 // behind the same middleware as every route. Each tool call is sent
 // in-process to s.Handler() (looked up per call, so whatever wraps the
 // router wraps tool calls too) with the MCP request's Authorization: the
 // caller, the limits and the errors of a tool are those of the HTTP API.
-// The handler is stateless, so only POST is served; GET and DELETE (the
-// session stream and session end of stateful servers) answer 405.
+// The MCP server itself comes from Config.MCP (the daemon wires package
+// mcp in: adapters do not import each other).
 //
 // The MCP server (its tools' JSON schemas, built by reflection) is made on
 // the first call: a kurad nobody speaks MCP to does not carry it, which on
 // a Pi is a megabyte or two of idle memory.
-func (s *Server) registerMCPRoutes(r chi.Router) {
+func (s *Server) mcpHandler() http.HandlerFunc {
+	if s.cfg.MCP == nil {
+		return func(w http.ResponseWriter, r *http.Request) {
+			s.writeError(w, r, kura.Errorf(kura.ENotFound, "this kurad serves no MCP"))
+		}
+	}
 	// A tool call's request is marked as one: the MCP request it comes
 	// from holds the body budget for its whole body already.
-	inner := func() http.Handler {
-		h := s.Handler()
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), innerKey{}, true)))
-		})
-	}
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.Handler().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), innerKey{}, true)))
+	})
 	h := sync.OnceValue(func() http.Handler {
-		return mcp.NewHTTPHandler(mcp.Local(inner), mcp.HTTPOptions{
-			Options: mcp.Options{
-				Version:     s.cfg.Version,
-				RecordTypes: s.cfg.RecordTypes,
-				NodeKinds:   s.store.NodeKinds(),
-			},
+		return s.cfg.MCP(MCPOptions{
+			API:          inner,
+			Version:      s.cfg.Version,
+			RecordTypes:  s.cfg.RecordTypes,
+			NodeKinds:    s.store.NodeKinds(),
 			MaxBodyBytes: mcpBodyLimit(s.cfg.MaxBodyBytes),
 		})
 	})
-	r.Method(http.MethodPost, "/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h().ServeHTTP(w, r) }))
+	return func(w http.ResponseWriter, r *http.Request) { h().ServeHTTP(w, r) }
 }
 
 // mcpBodyLimit bounds an MCP request: the MCP envelope around an API body.

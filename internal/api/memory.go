@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
@@ -29,68 +31,78 @@ type MemoryStore interface {
 	NodeKinds() []string
 }
 
-func (s *Server) registerMemoryRoutes(r chi.Router) {
-	r.Route("/scopes/{scope}/memory", func(r chi.Router) {
-		r.Use(s.scopeParam)
-		r.Post("/nodes", s.idempotent(s.handleNodePut))
-		r.Post("/nodes/batch", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.NodeBatchInput) (kura.NodeBatch, error) {
-			w := writerOf(r)
-			for i := range in.Nodes {
-				in.Nodes[i].Writer = w
-			}
-			nodes, err := s.store.PutNodes(r.Context(), chi.URLParam(r, "scope"), in.Nodes, keep(r))
-			return kura.NodeBatch{Nodes: nodes}, err
-		})))
-		r.Get("/nodes", s.handleNodeList)
-		r.Get("/nodes/{ref}", s.handleNodeGet)
-		r.Get("/nodes/{ref}/history", s.handleNodeHistory)
-		r.Post("/nodes/{ref}/transition", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusOK, func(r *http.Request, in *kura.Transition) (*kura.Node, error) {
-			in.Writer = writerOf(r)
-			return s.store.TransitionNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in, keep(r))
-		})))
-		r.Post("/nodes/{ref}/revise", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.NodeInput) (*kura.Revision, error) {
-			in.Writer = writerOf(r)
-			return s.store.ReviseNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in, keep(r))
-		})))
-		r.Post("/relations", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.RelationInput) (*kura.Relation, error) {
-			return s.store.CreateRelation(r.Context(), chi.URLParam(r, "scope"), in, keep(r))
-		})))
-		r.Get("/relations", s.handleRelationList)
-		r.Post("/feedback", s.idempotent(bodyRoute(s, s.decodeJSON, http.StatusCreated, func(r *http.Request, in *kura.FeedbackInput) (*kura.Feedback, error) {
-			return s.store.CreateFeedback(r.Context(), chi.URLParam(r, "scope"), in, keep(r))
-		})))
-		r.Get("/search", s.handleSearch)
-	})
-}
-
-// scopeParam refuses a malformed scope before any handler runs.
-func (s *Server) scopeParam(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !kura.ValidSlug(chi.URLParam(r, "scope")) {
-			s.writeError(w, r, kura.Invalid("scope", "scope must be a slug (lowercase letters, digits, - and _)"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) handleNodePut(w http.ResponseWriter, r *http.Request) {
-	var in kura.NodeInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+func (s *Server) memoryRoutes() []route {
+	const prefix = "/v1/scopes/{scope}/memory"
+	read := func(pattern string, h http.HandlerFunc) route {
+		return route{method: http.MethodGet, pattern: prefix + pattern, role: auth.RoleReader, check: scoped(nil), serve: h}
 	}
-	in.Writer = writerOf(r)
-	n, created, err := s.store.PutNode(r.Context(), chi.URLParam(r, "scope"), &in, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	return []route{
+		bodyRoute[kura.NodeInput, *kura.Node]{
+			method: http.MethodPost, pattern: prefix + "/nodes", role: auth.RoleWriter,
+			check: scoped(nil), body: checkNode, answer: answerNew,
+			call: func(r *http.Request, in *kura.NodeInput, keep kura.WriteOption) (*kura.Node, bool, error) {
+				in.Writer = writerOf(r)
+				return s.store.PutNode(r.Context(), chi.URLParam(r, "scope"), in, keep)
+			},
+		}.route(s),
+		bodyRoute[kura.NodeBatchInput, kura.NodeBatch]{
+			method: http.MethodPost, pattern: prefix + "/nodes/batch", role: auth.RoleWriter,
+			check: scoped(nil), answer: answer201,
+			body: func(s *Server, r *http.Request, p auth.Principal, in *kura.NodeBatchInput) error {
+				return s.checkNodes(r, p, in.Nodes)
+			},
+			call: func(r *http.Request, in *kura.NodeBatchInput, keep kura.WriteOption) (kura.NodeBatch, bool, error) {
+				w := writerOf(r)
+				for i := range in.Nodes {
+					in.Nodes[i].Writer = w
+				}
+				nodes, err := s.store.PutNodes(r.Context(), chi.URLParam(r, "scope"), in.Nodes, keep)
+				return kura.NodeBatch{Nodes: nodes}, true, err
+			},
+		}.route(s),
+		read("/nodes", s.handleNodeList),
+		read("/nodes/{ref}", s.handleNodeGet),
+		read("/nodes/{ref}/history", s.handleNodeHistory),
+		bodyRoute[kura.Transition, *kura.Node]{
+			method: http.MethodPost, pattern: prefix + "/nodes/{ref}/transition", role: auth.RoleWriter,
+			check: scoped(nil), answer: answer200,
+			call: func(r *http.Request, in *kura.Transition, keep kura.WriteOption) (*kura.Node, bool, error) {
+				in.Writer = writerOf(r)
+				n, err := s.store.TransitionNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in, keep)
+				return n, false, err
+			},
+		}.route(s),
+		bodyRoute[kura.NodeInput, *kura.Revision]{
+			method: http.MethodPost, pattern: prefix + "/nodes/{ref}/revise", role: auth.RoleWriter,
+			check: scoped(nil), body: checkNode, answer: answer201,
+			call: func(r *http.Request, in *kura.NodeInput, keep kura.WriteOption) (*kura.Revision, bool, error) {
+				in.Writer = writerOf(r)
+				rev, err := s.store.ReviseNode(r.Context(), chi.URLParam(r, "scope"), refParam(r), in, keep)
+				return rev, true, err
+			},
+		}.route(s),
+		bodyRoute[kura.RelationInput, *kura.Relation]{
+			method: http.MethodPost, pattern: prefix + "/relations", role: auth.RoleWriter,
+			check: scoped(nil), answer: answer201,
+			call: func(r *http.Request, in *kura.RelationInput, keep kura.WriteOption) (*kura.Relation, bool, error) {
+				rel, err := s.store.CreateRelation(r.Context(), chi.URLParam(r, "scope"), in, keep)
+				return rel, true, err
+			},
+		}.route(s),
+		read("/relations", s.handleRelationList),
+		bodyRoute[kura.FeedbackInput, *kura.Feedback]{
+			method: http.MethodPost, pattern: prefix + "/feedback", role: auth.RoleWriter,
+			check: scoped(nil), answer: answer201,
+			body: func(s *Server, r *http.Request, p auth.Principal, in *kura.FeedbackInput) error {
+				return checkAuthors(p, "author_id", []string{in.AuthorID})
+			},
+			call: func(r *http.Request, in *kura.FeedbackInput, keep kura.WriteOption) (*kura.Feedback, bool, error) {
+				fb, err := s.store.CreateFeedback(r.Context(), chi.URLParam(r, "scope"), in, keep)
+				return fb, true, err
+			},
+		}.route(s),
+		read("/search", s.handleSearch),
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	s.answer(w, status, n)
 }
 
 func (s *Server) handleNodeGet(w http.ResponseWriter, r *http.Request) {
@@ -298,4 +310,39 @@ func refParam(r *http.Request) string {
 		return u
 	}
 	return v
+}
+
+// checkNode binds a node's owner and refuses derived_from records the
+// caller may not see.
+func checkNode(s *Server, r *http.Request, p auth.Principal, in *kura.NodeInput) error {
+	return s.checkNodes(r, p, []kura.NodeInput{*in})
+}
+
+func (s *Server) checkNodes(r *http.Request, p auth.Principal, nodes []kura.NodeInput) error {
+	var owners, missing []string
+	for _, n := range nodes {
+		if n.Owner != nil {
+			owners = append(owners, *n.Owner)
+		}
+		for _, d := range n.DerivedFrom {
+			id, ok := strings.CutPrefix(d, "record:")
+			if !ok || !kura.ValidID(id) {
+				continue
+			}
+			vis, err := s.recordVisible(r.Context(), p, id)
+			if err != nil {
+				return err
+			}
+			if !vis {
+				missing = append(missing, d)
+			}
+		}
+	}
+	if err := checkAuthors(p, "owner", owners); err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return kura.Invalid("derived_from", "derived_from names what does not exist in scope %s: %s", chi.URLParam(r, "scope"), strings.Join(missing, ", ")).WithDetail("missing", missing)
+	}
+	return nil
 }

@@ -54,6 +54,7 @@ func (c *apiClient) send(path, key, body string) (int, http.Header, []byte) {
 const acmeMem = "/v1/scopes/acme/memory"
 
 func TestMemory_StatusCodes(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	n := decode[kura.Node](t, c.mustPost(acmeMem+"/nodes", `{"kind":"belief","id":"pay.retry-v2","title":"Payments retry","summary":"retry thrice","confidence":0.6,"target_files":["pay/retry.go"],"owner":"agent:bmo","metadata":{"team":"payments"}}`, 201))
 	if n.Ref != "belief:pay.retry-v2" || n.Scope != "acme" || n.Version != 1 || n.Lifecycle != "candidate" || n.Authority != "unknown" || n.SourceType != "direct_experience" {
@@ -123,6 +124,7 @@ func strVal(s *string) string {
 }
 
 func TestMemory_BadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.mustPost(acmeMem+"/nodes/batch", `{"nodes":[
 		{"kind":"belief","id":"b1","summary":"root"},
@@ -289,6 +291,7 @@ func TestMemory_BadInputWritesNothing(t *testing.T) {
 }
 
 func TestMemory_Events(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.mustPost(acmeMem+"/nodes", `{"kind":"belief","id":"b1","summary":"one"}`, 201)
 	c.mustPost(acmeMem+"/nodes", `{"kind":"belief","id":"b1","confidence":0.8}`, 200)
@@ -351,6 +354,7 @@ func TestMemory_Events(t *testing.T) {
 }
 
 func TestMemory_AsOf(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	v1 := decode[kura.Node](t, c.mustPost(acmeMem+"/nodes", `{"kind":"belief","id":"b.1","title":"first","summary":"s","confidence":0.5}`, 201))
 	v2 := decode[kura.Node](t, c.mustPost(acmeMem+"/nodes", `{"kind":"belief","id":"b.1","title":"second","confidence":0.9,"reason":"evidence"}`, 200))
@@ -425,6 +429,7 @@ type searchAnswer struct {
 }
 
 func TestMemory_Search(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.mustPost(acmeMem+"/nodes/batch", `{"nodes":[
 		{"kind":"belief","id":"b1","title":"Payments retry","summary":"retry failed charges","confidence":0.9,"owner":"agent:bmo","target_files":["pay/retry.go"]},
@@ -499,6 +504,7 @@ func TestMemory_Search(t *testing.T) {
 }
 
 func TestMemory_ScopeIsolation(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	rec := decode[kura.Record](t, c.mustPost("/v1/records", `{"type":"agent.thought","content":"seen","author_id":"agent:bmo"}`, 201))
 	// The same ref in two scopes: two nodes. Records are global and may be
@@ -548,6 +554,7 @@ func TestMemory_ScopeIsolation(t *testing.T) {
 }
 
 func TestMemory_IdempotentReplays(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	c.mustPost(acmeMem+"/nodes", `{"kind":"belief","id":"b1","summary":"one"}`, 201)
 

@@ -15,6 +15,7 @@ import (
 // checks that docs/openapi.yaml documents each path and method, so the
 // contract file cannot fall behind the server.
 func TestOpenAPI_CoversEveryRoute(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../docs/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +64,7 @@ func TestOpenAPI_CoversEveryRoute(t *testing.T) {
 // without tokens, a Host that is not a loopback name is 403 everywhere).
 // It reads the file by its indentation, which the file keeps regular.
 func TestOpenAPI_DescribesEveryOperation(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../docs/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -2,24 +2,37 @@ package api
 
 import (
 	"context"
+	"crypto/ed25519"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-func (s *Server) registerOpsRoutes(r chi.Router) {
-	r.Get("/healthz", s.handleHealthz)
-	r.Get("/readyz", s.handleReadyz)
-	r.Get("/v1/info", s.handleInfo)
-	if s.cfg.Registry != nil {
-		// OpenMetrics for a scraper that asks for it (Accept:
-		// application/openmetrics-text, as Prometheus does), the
-		// Prometheus text format otherwise.
-		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+// OpsStore is what the operational routes need from the store.
+type OpsStore interface {
+	Ping(ctx context.Context) error
+	Counts() map[string]int64
+	PublicKey() ed25519.PublicKey
+}
+
+// opsRoutes are the probes, the metrics, /v1/info and the MCP endpoint.
+func (s *Server) opsRoutes() []route {
+	routes := []route{
+		{method: http.MethodGet, pattern: "/healthz", open: true, serve: s.handleHealthz},
+		{method: http.MethodGet, pattern: "/readyz", open: true, serve: s.handleReadyz},
+		{method: http.MethodGet, pattern: "/v1/info", role: auth.RoleReader, serve: s.handleInfo},
+		// MCP: any valid token; every tool call is a request to the routes
+		// here, carrying the same token, and is checked again as such.
+		{method: http.MethodPost, pattern: "/mcp", role: auth.RoleReader, serve: s.mcpHandler()},
 	}
+	if s.cfg.Registry != nil {
+		h := promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
+		routes = append(routes, route{method: http.MethodGet, pattern: "/metrics", role: auth.RoleReader, serve: h.ServeHTTP})
+	}
+	return routes
 }
 
 // handleHealthz answers while the process is alive.
@@ -108,16 +121,3 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 
 // handleImport loads an export (kura import): records, ledgers and
 // sessions with their original ids and times, hashes recomputed.
-func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
-	var in kura.ImportInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.store.Import(r.Context(), &in, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, res)
-}

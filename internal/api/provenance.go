@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,17 +22,21 @@ type ProvenanceStore interface {
 	Derived(ctx context.Context, scope, ref string) (*kura.Derived, error)
 }
 
-// registerProvenanceRoutes serves the lineage reads. {ref} is a node ref or
+// provenanceRoutes are the lineage reads. {ref} is a node ref or
 // record:<id>; its colon needs no escaping in a path segment, and an
-// escaped one (%3A) is decoded by refParam.
-func (s *Server) registerProvenanceRoutes(r chi.Router) {
-	r.Group(func(r chi.Router) {
-		r.Use(s.scopeParam)
-		r.Get("/scopes/{scope}/provenance/{ref}", s.handleProvenanceTrace)
-		r.Get("/scopes/{scope}/provenance/{ref}/evidence", s.handleProvenanceEvidence)
-		r.Get("/scopes/{scope}/provenance/{ref}/raw-sources", s.handleProvenanceRawSources)
-		r.Get("/scopes/{scope}/provenance/{ref}/derived", s.handleProvenanceDerived)
-	})
+// escaped one (%3A) is decoded by refParam. Tracing a record needs the
+// record to be visible.
+func (s *Server) provenanceRoutes() []route {
+	const prefix = "/v1/scopes/{scope}/provenance/{ref}"
+	read := func(pattern string, h http.HandlerFunc) route {
+		return route{method: http.MethodGet, pattern: prefix + pattern, role: auth.RoleReader, check: scoped(provenanceRef), serve: h}
+	}
+	return []route{
+		read("", s.handleProvenanceTrace),
+		read("/evidence", s.handleProvenanceEvidence),
+		read("/raw-sources", s.handleProvenanceRawSources),
+		read("/derived", s.handleProvenanceDerived),
+	}
 }
 
 func (s *Server) handleProvenanceTrace(w http.ResponseWriter, r *http.Request) {
@@ -172,4 +177,27 @@ func (s *Server) withholdRecords(ctx context.Context, answer any) error {
 		}
 	}
 	return nil
+}
+
+// provenanceRef: tracing a record needs the record to be visible.
+func provenanceRef(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+	ref := refParamFrom(rc)
+	id, ok := strings.CutPrefix(ref, "record:")
+	if !ok || !kura.ValidID(id) {
+		return nil
+	}
+	vis, err := s.recordVisible(r.Context(), p, id)
+	if err == nil && !vis {
+		err = kura.Errorf(kura.ENotFound, "no record %s", id)
+	}
+	return err
+}
+
+// refParamFrom is refParam for a route context the middleware matched.
+func refParamFrom(rc *chi.Context) string {
+	v := rc.URLParam("ref")
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
 }

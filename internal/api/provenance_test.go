@@ -54,6 +54,7 @@ func treeRefs(items []any) []string {
 }
 
 func TestProvenance_Routes(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	recs := c.provSeed("hashi")
 	rec := func(i int) string { return "record:" + recs[i].ID }
@@ -218,6 +219,7 @@ func TestProvenance_Routes(t *testing.T) {
 }
 
 func TestProvenance_BadInput(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	recs := c.provSeed("hashi")
 	cases := []struct {

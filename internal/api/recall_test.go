@@ -15,6 +15,7 @@ import (
 // above a common one, a misspelt word found and said so, scores as JSON
 // numbers (floats), and a compile with the same query in the same order.
 func TestRecall_SearchOverHTTP(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	var nodes []string
 	for i := range 8 {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"strconv"
@@ -10,42 +11,37 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
-func (s *Server) registerRecordRoutes(r chi.Router) {
-	r.Post("/records", s.idempotent(s.handleRecordCreate))
-	r.Post("/records/batch", s.idempotent(s.handleRecordBatch))
-	r.Get("/records", s.handleRecordList)
-	r.Get("/records/by-hash/{hash}", s.handleRecordByHash)
-	r.Get("/records/{id}", s.handleRecordGet)
+// RecordStore is what the record routes need from the store.
+type RecordStore interface {
+	CreateRecord(ctx context.Context, in *kura.RecordInput, opts ...kura.WriteOption) (*kura.Record, error)
+	CreateRecords(ctx context.Context, ins []kura.RecordInput, opts ...kura.WriteOption) ([]kura.Record, error)
+	GetRecord(ctx context.Context, id string) (*kura.Record, error)
+	GetRecordByHash(ctx context.Context, hash string) (*kura.Record, error)
+	ListRecords(ctx context.Context, f kura.RecordFilter) ([]kura.Record, string, error)
 }
 
-func (s *Server) handleRecordCreate(w http.ResponseWriter, r *http.Request) {
-	var in kura.RecordInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+func (s *Server) recordRoutes() []route {
+	return []route{
+		bodyRoute[kura.RecordInput, *kura.Record]{
+			method: http.MethodPost, pattern: "/v1/records", role: auth.RoleWriter,
+			body: checkRecordInput, answer: answerNew,
+			call: func(r *http.Request, in *kura.RecordInput, keep kura.WriteOption) (*kura.Record, bool, error) {
+				rec, err := s.store.CreateRecord(r.Context(), in, keep)
+				return rec, err == nil && !rec.Deduplicated, err
+			},
+		}.route(s),
+		bodyRoute[recordBatch, []kura.Record]{
+			method: http.MethodPost, pattern: "/v1/records/batch", role: auth.RoleWriter,
+			body: checkRecordBatch, answer: answer201,
+			call: func(r *http.Request, in *recordBatch, keep kura.WriteOption) ([]kura.Record, bool, error) {
+				recs, err := s.store.CreateRecords(r.Context(), in.Records, keep)
+				return recs, true, err
+			},
+		}.route(s),
+		{method: http.MethodGet, pattern: "/v1/records", role: auth.RoleReader, check: checkRecordList, serve: s.handleRecordList},
+		{method: http.MethodGet, pattern: "/v1/records/by-hash/{hash}", role: auth.RoleReader, check: checkRecordHash, serve: s.handleRecordByHash},
+		{method: http.MethodGet, pattern: "/v1/records/{id}", role: auth.RoleReader, check: recordParam("id"), serve: s.handleRecordGet},
 	}
-	rec, err := s.store.CreateRecord(r.Context(), &in, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, recordStatus(rec), rec)
-}
-
-func (s *Server) handleRecordBatch(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Records []kura.RecordInput `json:"records"`
-	}
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	recs, err := s.store.CreateRecords(r.Context(), in.Records, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusCreated, recs)
 }
 
 func (s *Server) handleRecordGet(w http.ResponseWriter, r *http.Request) {
@@ -139,10 +135,98 @@ func decodeCursor(c, kind string) (string, error) {
 	return string(b[len(kind)+1:]), nil
 }
 
-// recordStatus is 201 for a new record, 200 for an existing one.
-func recordStatus(r *kura.Record) int {
-	if r.Deduplicated {
-		return http.StatusOK
+type recordBatch struct {
+	Records []kura.RecordInput `json:"records"`
+}
+
+func recordAuthors(ins []kura.RecordInput) []string {
+	out := make([]string, len(ins))
+	for i := range ins {
+		out[i] = ins[i].AuthorID
 	}
-	return http.StatusCreated
+	return out
+}
+
+// recordProject: a record written outside a turn sends its event to
+// the project its metadata.project_id names (the feed and the NATS
+// subject), so the token must hold that project. Inside a turn the
+// session's project is used whatever the metadata says.
+func recordProject(s *Server, r *http.Request, p auth.Principal, in *kura.RecordInput) error {
+	if pid := in.Metadata["project_id"]; kura.ValidSlug(pid) && !p.AllowsProject(pid) {
+		return denied("metadata.project_id %s is outside the token's projects (the record's event would go to that project)", pid)
+	}
+	return nil
+}
+
+func checkRecordInput(s *Server, r *http.Request, p auth.Principal, in *kura.RecordInput) error {
+	if err := checkAuthors(p, "author_id", []string{in.AuthorID}); err != nil {
+		return err
+	}
+	return recordProject(s, r, p, in)
+}
+
+func checkRecordBatch(s *Server, r *http.Request, p auth.Principal, in *recordBatch) error {
+	if err := checkAuthors(p, "author_id", recordAuthors(in.Records)); err != nil {
+		return err
+	}
+	for i := range in.Records {
+		if err := recordProject(s, r, p, &in.Records[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func recordParam(name string) accessCheck {
+	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+		id := rc.URLParam(name)
+		if !kura.ValidID(id) {
+			return nil // the handler answers 400, the same for everyone
+		}
+		ok, err := s.recordVisible(r.Context(), p, id)
+		if err == nil && !ok {
+			err = kura.Errorf(kura.ENotFound, "record not found")
+		}
+		return err
+	}
+}
+
+func checkRecordHash(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+	h := rc.URLParam("hash")
+	if readerOf(p).Unlimited() || !kura.ValidHash(h) {
+		return nil
+	}
+	id, err := s.access().RecordIDByHash(r.Context(), h)
+	if err != nil {
+		return err
+	}
+	ok := false
+	if id != "" {
+		if ok, err = s.recordVisible(r.Context(), p, id); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return kura.Errorf(kura.ENotFound, "record not found")
+	}
+	return nil
+}
+
+// checkRecordList: a project-restricted caller lists only the records it
+// wrote (the listing has no project to filter by); it may not name another
+// author.
+func checkRecordList(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+	if !restricted(p) {
+		return nil
+	}
+	q := r.URL.Query()
+	switch a := q.Get("author_id"); a {
+	case p.Identity:
+	case "":
+		q.Set("author_id", p.Identity)
+		r.URL.RawQuery = q.Encode()
+	default:
+		return denied("%s is limited to projects and lists only the records it wrote (author_id=%s)", p.Identity, p.Identity)
+	}
+	return nil
 }

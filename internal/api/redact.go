@@ -17,30 +17,21 @@ type RedactStore interface {
 	PurgeState() string
 }
 
-// registerRedactRoutes adds POST /v1/records/{id}/redact (admin only).
-func (s *Server) registerRedactRoutes(r chi.Router) {
-	r.Post("/records/{id}/redact", s.idempotent(s.handleRecordRedact))
-}
-
-// handleRecordRedact drops a record's content for good. Who asked comes from
-// the request's principal, never from the body. Redacting a redacted record
-// is 200 with the first redaction (already_redacted true) and writes
-// nothing: the outcome the caller wants holds either way.
-func (s *Server) handleRecordRedact(w http.ResponseWriter, r *http.Request) {
-	p := auth.FromContext(r.Context())
-	if !p.Can(auth.RoleAdmin) {
-		s.writeError(w, r, kura.Errorf(kura.EDenied, "redacting a record needs the admin role"))
-		return
+// redactRoutes is POST /v1/records/{id}/redact. Who asked comes from the
+// request's principal, never from the body. Redacting a redacted record is
+// 200 with the first redaction (already_redacted true) and writes nothing:
+// the outcome the caller wants holds either way.
+func (s *Server) redactRoutes() []route {
+	return []route{
+		// Redaction: admin, and the record must be visible to the caller.
+		bodyRoute[kura.RedactInput, *kura.RedactResult]{
+			method: http.MethodPost, pattern: "/v1/records/{id}/redact", role: auth.RoleAdmin,
+			check: recordParam("id"), answer: answer200,
+			call: func(r *http.Request, in *kura.RedactInput, keep kura.WriteOption) (*kura.RedactResult, bool, error) {
+				by := auth.FromContext(r.Context()).Identity
+				res, err := s.store.RedactRecord(r.Context(), chi.URLParam(r, "id"), by, in, keep)
+				return res, false, err
+			},
+		}.route(s),
 	}
-	var in kura.RedactInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.store.RedactRecord(r.Context(), chi.URLParam(r, "id"), p.Identity, &in, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, res)
 }

@@ -15,6 +15,7 @@ import (
 )
 
 func TestAPI_RedactRecord(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	c := &apiClient{tb: t, base: d.BaseURL()}
 	marker := fmt.Sprintf("MARKER-%d-redact-me", os.Getpid())
@@ -158,6 +159,7 @@ func TestAPI_RedactRecord(t *testing.T) {
 // TestAPI_RedactNeedsAdmin runs a kurad with tokens: only an admin
 // redacts, a refusal changes nothing, and who redacted is the caller.
 func TestAPI_RedactNeedsAdmin(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	for _, tc := range []struct {
 		name, tok, who string

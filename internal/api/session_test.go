@@ -71,6 +71,7 @@ func newDaemon(t *testing.T) (*apiClient, *kuradtest.Daemon) {
 }
 
 func TestSession_ThreeTurnsChainAndVerify(t *testing.T) {
+	t.Parallel()
 	c, d := newDaemon(t)
 	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"morning"}`, 201))
 	if s.HeadLedgerID != nil || s.Scope != "hashi" {
@@ -191,6 +192,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestTurn_TwoWorkersRace(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"race"}`, 201))
 	tr := decode[kura.Turn](t, c.mustPost("/v1/sessions/"+s.ID+"/turns", `{"instruction":{"content":"go","author_id":"user:oles"}}`, 201))
@@ -247,6 +249,7 @@ func TestTurn_TwoWorkersRace(t *testing.T) {
 }
 
 func TestTurn_FiftyConcurrentOpens(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"crowd"}`, 201))
 	const n = 50
@@ -305,6 +308,7 @@ func TestTurn_DeadlineClosesAsTimeout(t *testing.T) {
 }
 
 func TestHead_CompareAndSwap(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"cas"}`, 201))
 	r := decode[kura.Record](t, c.mustPost("/v1/records", `{"type":"agent.thought","content":1,"author_id":"agent:a"}`, 201))
@@ -337,6 +341,7 @@ func TestHead_CompareAndSwap(t *testing.T) {
 }
 
 func TestIdempotency_RetriesWriteNothing(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	do := func(path, key, body string) (int, []byte, http.Header) {
 		req, _ := http.NewRequest("POST", c.base+path, strings.NewReader(body))
@@ -393,6 +398,7 @@ func TestIdempotency_RetriesWriteNothing(t *testing.T) {
 }
 
 func TestImport_ReproducesHashes(t *testing.T) {
+	t.Parallel()
 	a, da := newDaemon(t)
 	s := decode[kura.Session](t, a.mustPost("/v1/sessions", `{"project":"hashi","name":"export"}`, 201))
 	for n := 1; n <= 2; n++ {
@@ -494,6 +500,7 @@ func FuzzSessionAndTurnBodies(f *testing.F) {
 }
 
 func TestTurn_ListCarriesOutputs(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"list"}`, 201))
 	c.runTurn(s.ID, 1)
@@ -508,6 +515,7 @@ func TestTurn_ListCarriesOutputs(t *testing.T) {
 }
 
 func TestSession_LogPages(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"pages"}`, 201))
 	for n := 1; n <= 4; n++ {
@@ -535,6 +543,7 @@ func TestSession_LogPages(t *testing.T) {
 }
 
 func TestSessionTurn_BadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"bad"}`, 201))
 	done := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"done"}`, 201))
@@ -626,6 +635,7 @@ func TestSessionTurn_BadInputWritesNothing(t *testing.T) {
 // close and import with their keys: the first answer comes back and nothing
 // is written twice.
 func TestIdempotency_TurnWrites(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	post := func(path, key, body string) (int, string) {
 		req, _ := http.NewRequest("POST", c.base+path, strings.NewReader(body))

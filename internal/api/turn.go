@@ -1,89 +1,70 @@
 package api
 
 import (
+	"context"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
-func (s *Server) registerTurnRoutes(r chi.Router) {
-	r.Get("/turns", s.handleTurnList)
-	r.Get("/turns/{id}", s.handleTurnGet)
-	r.Post("/turns/{id}/claim", s.idempotent(s.handleTurnClaim))
-	r.Post("/turns/{id}/renew", s.idempotent(s.handleTurnRenew))
-	r.Post("/turns/{id}/records", s.idempotent(s.handleTurnAppend))
-	r.Post("/turns/{id}/close", s.idempotent(s.handleTurnClose))
+// TurnStore is what the turn routes need from the store.
+type TurnStore interface {
+	OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenInput, defaultDeadline time.Duration, opts ...kura.WriteOption) (*kura.Turn, error)
+	ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim, opts ...kura.WriteOption) (*kura.Lease, error)
+	RenewTurn(ctx context.Context, id string, in *kura.TurnRenew, opts ...kura.WriteOption) (*kura.Lease, error)
+	AppendTurn(ctx context.Context, id string, in *kura.TurnAppend, opts ...kura.WriteOption) (*kura.TurnAppendResult, error)
+	CloseTurn(ctx context.Context, id string, in *kura.TurnClose, opts ...kura.WriteOption) (*kura.Turn, error)
+	GetTurn(ctx context.Context, id string) (*kura.Turn, error)
+	ListTurns(ctx context.Context, sessionID, state, after string, limit int) ([]kura.Turn, string, error)
 }
 
-func (s *Server) handleTurnOpen(w http.ResponseWriter, r *http.Request) {
-	var in kura.TurnOpenInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+// turnRoutes are the turn routes but POST /v1/sessions/{id}/turns, which
+// opens one (sessionRoutes).
+func (s *Server) turnRoutes() []route {
+	return []route{
+		{method: http.MethodGet, pattern: "/v1/turns", role: auth.RoleReader, serve: s.handleTurnList}, // filtered by listTurns
+		{method: http.MethodGet, pattern: "/v1/turns/{id}", role: auth.RoleReader, check: turnParam, serve: s.handleTurnGet},
+		bodyRoute[kura.TurnClaim, *kura.Lease]{
+			method: http.MethodPost, pattern: "/v1/turns/{id}/claim", role: auth.RoleWriter,
+			check: turnParam, body: checkClaim, answer: answer200,
+			call: func(r *http.Request, in *kura.TurnClaim, keep kura.WriteOption) (*kura.Lease, bool, error) {
+				if in.Worker == "" {
+					in.Worker = auth.FromContext(r.Context()).Identity // claims as the caller
+				}
+				l, err := s.store.ClaimTurn(r.Context(), chi.URLParam(r, "id"), in, keep)
+				return l, false, err
+			},
+		}.route(s),
+		bodyRoute[kura.TurnRenew, *kura.Lease]{
+			method: http.MethodPost, pattern: "/v1/turns/{id}/renew", role: auth.RoleWriter,
+			check: turnParam, answer: answer200,
+			call: func(r *http.Request, in *kura.TurnRenew, keep kura.WriteOption) (*kura.Lease, bool, error) {
+				in.Writer = writerOf(r)
+				l, err := s.store.RenewTurn(r.Context(), chi.URLParam(r, "id"), in, keep)
+				return l, false, err
+			},
+		}.route(s),
+		bodyRoute[kura.TurnAppend, *kura.TurnAppendResult]{
+			method: http.MethodPost, pattern: "/v1/turns/{id}/records", role: auth.RoleWriter,
+			check: turnParam, body: checkTurnAppend, answer: answer200,
+			call: func(r *http.Request, in *kura.TurnAppend, keep kura.WriteOption) (*kura.TurnAppendResult, bool, error) {
+				in.Writer = writerOf(r)
+				res, err := s.store.AppendTurn(r.Context(), chi.URLParam(r, "id"), in, keep)
+				return res, false, err
+			},
+		}.route(s),
+		bodyRoute[kura.TurnClose, *kura.Turn]{
+			method: http.MethodPost, pattern: "/v1/turns/{id}/close", role: auth.RoleWriter,
+			check: turnParam, answer: answer200, call: s.closeTurn,
+		}.route(s),
 	}
-	t, err := s.store.OpenTurn(r.Context(), chi.URLParam(r, "id"), &in, s.cfg.TurnDeadline, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusCreated, t)
 }
 
-func (s *Server) handleTurnClaim(w http.ResponseWriter, r *http.Request) {
-	var in kura.TurnClaim
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if in.Worker == "" {
-		in.Worker = auth.FromContext(r.Context()).Identity // claims as the caller
-	}
-	l, err := s.store.ClaimTurn(r.Context(), chi.URLParam(r, "id"), &in, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, l)
-}
-
-func (s *Server) handleTurnRenew(w http.ResponseWriter, r *http.Request) {
-	var in kura.TurnRenew
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	in.Writer = writerOf(r)
-	l, err := s.store.RenewTurn(r.Context(), chi.URLParam(r, "id"), &in, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, l)
-}
-
-func (s *Server) handleTurnAppend(w http.ResponseWriter, r *http.Request) {
-	var in kura.TurnAppend
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	in.Writer = writerOf(r)
-	res, err := s.store.AppendTurn(r.Context(), chi.URLParam(r, "id"), &in, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, res)
-}
-
-func (s *Server) handleTurnClose(w http.ResponseWriter, r *http.Request) {
-	var in kura.TurnClose
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+func (s *Server) closeTurn(r *http.Request, in *kura.TurnClose, keep kura.WriteOption) (*kura.Turn, bool, error) {
 	id := chi.URLParam(r, "id")
 	p := auth.FromContext(r.Context())
 	in.Closer = writerOf(r)
@@ -92,17 +73,12 @@ func (s *Server) handleTurnClose(w http.ResponseWriter, r *http.Request) {
 		// still the scope the close extracts into.
 		_, scope, err := s.access().TurnAccess(r.Context(), id)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, false, err
 		}
 		in.MayWriteScope = p.AllowsScope(scope)
 	}
-	t, err := s.store.CloseTurn(r.Context(), id, &in, keep(r))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.answer(w, http.StatusOK, t)
+	t, err := s.store.CloseTurn(r.Context(), id, in, keep)
+	return t, false, err
 }
 
 func (s *Server) handleTurnGet(w http.ResponseWriter, r *http.Request) {
@@ -148,4 +124,93 @@ func (s *Server) handleTurnList(w http.ResponseWriter, r *http.Request) {
 		out["next_cursor"] = encodeCursor("t", next)
 	}
 	s.writeJSON(w, http.StatusOK, out)
+}
+
+func turnParam(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+	_, err := turnScope(s, r, rc, p)
+	return err
+}
+
+func turnScope(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) (string, error) {
+	id := rc.URLParam("id")
+	if !kura.ValidID(id) {
+		return "", nil
+	}
+	project, scope, err := s.access().TurnAccess(r.Context(), id)
+	if err == nil && !p.AllowsProject(project) {
+		err = kura.Errorf(kura.ENotFound, "turn not found")
+	}
+	return scope, err
+}
+
+// checkClaim: the worker of a claim is bound like an author, so a writer
+// claims turns only as itself (a claim without worker is the caller's).
+func checkClaim(s *Server, r *http.Request, p auth.Principal, in *kura.TurnClaim) error {
+	if !kura.ValidAuthorID(in.Worker) {
+		return nil // the store answers what is wrong with the body
+	}
+	return checkAuthors(p, "worker", []string{in.Worker})
+}
+
+// checkTurnAppend refuses records the caller may not see or write, and
+// memory records in a turn whose scope it may not write (checkNoMemory).
+func checkTurnAppend(s *Server, r *http.Request, p auth.Principal, in *kura.TurnAppend) error {
+	if err := s.checkRecordRefs(r.Context(), p, in.Records); err != nil {
+		return err
+	}
+	scope, err := turnScope(s, r, chi.RouteContext(r.Context()), p)
+	if err != nil {
+		return err
+	}
+	if scope == "" || p.AllowsScope(scope) {
+		return nil
+	}
+	return s.checkNoMemory(r.Context(), scope, in.Records)
+}
+
+// extractedTypes are the record types a turn's close turns into memory
+// nodes of the session's scope.
+var extractedTypes = []string{"memory.fact", "memory.decision"}
+
+// checkNoMemory refuses memory records, new or by id, in the output of a
+// turn whose scope the caller may not write: its close would extract them
+// into that scope, whoever closes it. Record types never change, so the
+// check holds when the append is written.
+func (s *Server) checkNoMemory(ctx context.Context, scope string, refs []kura.RecordRef) error {
+	var ids []string
+	for _, ref := range refs {
+		switch {
+		case ref.RecordID == "":
+			if slices.Contains(extractedTypes, ref.Type) {
+				return memoryScopeDenied(scope, ref.Type)
+			}
+		case kura.ValidID(ref.RecordID):
+			ids = append(ids, ref.RecordID)
+		}
+	}
+	types, err := s.access().RecordTypes(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if slices.Contains(extractedTypes, types[id]) {
+			return memoryScopeDenied(scope, types[id])
+		}
+	}
+	return nil
+}
+
+func memoryScopeDenied(scope, typ string) error {
+	return kura.Errorf(kura.EDenied, "%s records are extracted into scope %s at close, and scope %s is outside the token's scopes", typ, scope, scope).WithDetail("scope", scope)
+}
+
+// listTurns is GET /v1/turns for the caller: a turn of a session it may
+// not see is left out, and a session_id it may not see lists nothing, as
+// a missing one does.
+func (s *Server) listTurns(r *http.Request, sid, state, after string, limit int) ([]kura.Turn, string, error) {
+	p := auth.FromContext(r.Context())
+	if !p.AllProjects() {
+		return s.access().ListTurnsIn(r.Context(), p.Projects, sid, state, after, limit)
+	}
+	return s.store.ListTurns(r.Context(), sid, state, after, limit)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/kura-memory/kura/internal/embed"
 	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/mcp"
 	"github.com/kura-memory/kura/internal/store"
 )
 
@@ -189,6 +190,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
 		MaxInflightBodyWait:  cfg.MaxInflightBodyWait,
+		MCP:                  mcpHandler,
 	}, m.store, m.bus)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -379,4 +381,13 @@ func (m *Main) startDebug(addr string) error {
 	go m.debug.Serve(ln)
 	m.Logger.Info("pprof listening", "addr", ln.Addr().String())
 	return nil
+}
+
+// mcpHandler builds the MCP server over the API's own handler: every tool
+// call is a request to the API, with the caller's token.
+func mcpHandler(o api.MCPOptions) http.Handler {
+	return mcp.NewHTTPHandler(mcp.Local(func() http.Handler { return o.API }), mcp.HTTPOptions{
+		Options:      mcp.Options{Version: o.Version, RecordTypes: o.RecordTypes, NodeKinds: o.NodeKinds},
+		MaxBodyBytes: o.MaxBodyBytes,
+	})
 }

@@ -30,7 +30,7 @@ const (
 	// slow commit holds one writer while the others keep the schedule, so
 	// the load stays open-loop for stalls up to ~32 ms at 1,000/s.
 	doorbellWriters = 32
-	doorbellSubject = "oclaw.v1.>"
+	doorbellSubject = kura.SubjectRoot + ".>"
 	// floorSubject lies outside oclaw.v1 so the floor's messages never
 	// reach the doorbell subscription and count as stray events.
 	floorSubject = "kurabench.floor."
@@ -201,7 +201,7 @@ func (s *doorbellSub) onEvent(m *nats.Msg) {
 		bad = "no seq, type or at"
 	case m.Subject != kura.EventSubject(p.Project, p.Type):
 		bad = "subject does not match the payload's project and type"
-	case p.Type == "record.written" && !kura.ValidID(p.RecordID):
+	case p.Type == kura.EventRecordWritten && !kura.ValidID(p.RecordID):
 		bad = "record.written without a record_id"
 	}
 	if bad != "" {

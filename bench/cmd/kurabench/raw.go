@@ -207,8 +207,8 @@ func (b *bench) rawRow(stream string, i int) (rec, ev map[string]any, err error)
 	}
 	const project = "default"
 	e := kura.Event{
-		ID: eid.String(), Type: "record.written", Project: project,
-		Subject: kura.EventSubject(project, "record.written"),
+		ID: eid.String(), Type: kura.EventRecordWritten, Project: project,
+		Subject: kura.EventSubject(project, kura.EventRecordWritten),
 		Refs:    map[string]string{"record_id": id.String()}, CreatedAt: now,
 	}
 	ev = map[string]any{
