@@ -52,6 +52,7 @@ var layer = map[string]int{
 	"internal/embed/embedtest": wiring,
 	"internal/kb/kbtest":       wiring,
 	"bench/internal/bm25":      pure,
+	"internal/testwait":        pure, // the one polling helper: stdlib only, so every layer's tests may use it
 }
 
 const (
