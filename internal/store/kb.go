@@ -11,29 +11,29 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
-var (
-	qKBSpace       = wsql("SELECT sp FROM kb_spaces WHERE kb = ? AND scope = ?")
-	qKBInsertSpace = wsql("INSERT INTO kb_spaces(kb, scope) VALUES(?,?)")
-	qKBAddCount    = wsql("UPDATE kb_spaces SET entries = entries + ? WHERE sp = ?")
-	qKBEntry       = wsql("SELECT eid, id, identifier, keys, value, version, created_at FROM kb_entries WHERE sp = ? AND identifier = ?")
+const (
+	qKBSpace       = "SELECT sp FROM kb_spaces WHERE kb = ? AND scope = ?"
+	qKBInsertSpace = "INSERT INTO kb_spaces(kb, scope) VALUES(?,?)"
+	qKBAddCount    = "UPDATE kb_spaces SET entries = entries + ? WHERE sp = ?"
+	qKBEntry       = "SELECT eid, id, identifier, keys, value, version, created_at FROM kb_entries WHERE sp = ? AND identifier = ?"
 	// The live entries and the last versions of many identifiers at once:
 	// a batch asks once, not once per entry.
-	qKBEntries      = wsql("SELECT eid, id, identifier, keys, value, version, created_at FROM kb_entries WHERE sp = ? AND identifier IN (SELECT value FROM json_each(?))")
-	qKBLastVersions = wsql("SELECT identifier, max(version) FROM kb_history WHERE sp = ? AND identifier IN (SELECT value FROM json_each(?)) GROUP BY identifier")
-	qKBMaxEID       = wsql("SELECT coalesce(max(eid), 0) FROM kb_entries")
-	qKBUpdateEntry  = wsql("UPDATE kb_entries SET keys = ?, value = ?, version = ?, updated_at = ? WHERE eid = ?")
-	qKBDeleteEntry  = wsql("DELETE FROM kb_entries WHERE eid = ?")
-	qKBDeleteTerms  = wsql("DELETE FROM kb_terms WHERE rowid = ?")
-	qKBDeleteFTS    = wsql("DELETE FROM kb_fts WHERE rowid = ?")
-	qKBUpdateTerms  = wsql("UPDATE kb_terms SET terms = ? WHERE rowid = ?")
-	qKBUpdateFTS    = wsql("UPDATE kb_fts SET identifier = ?, keys = ?, value = ? WHERE rowid = ?")
-	qKBScopeEntries = wsql("SELECT id, identifier, version FROM kb_entries WHERE sp = ? ORDER BY eid")
-	qKBClearTerms   = wsql("DELETE FROM kb_terms WHERE rowid BETWEEN ? AND ?")
-	qKBClearFTS     = wsql("DELETE FROM kb_fts WHERE rowid BETWEEN ? AND ?")
-	qKBClearEntries = wsql("DELETE FROM kb_entries WHERE sp = ?")
-	qKBZeroCount    = wsql("UPDATE kb_spaces SET entries = 0, gen = gen + 1 WHERE sp = ?")
-	qKBBumpGen      = wsql("UPDATE kb_spaces SET gen = gen + 1 WHERE sp = ?")
-	qKBClearDF      = wsql("DELETE FROM kb_df WHERE sp = ?")
+	qKBEntries      = "SELECT eid, id, identifier, keys, value, version, created_at FROM kb_entries WHERE sp = ? AND identifier IN (SELECT value FROM json_each(?))"
+	qKBLastVersions = "SELECT identifier, max(version) FROM kb_history WHERE sp = ? AND identifier IN (SELECT value FROM json_each(?)) GROUP BY identifier"
+	qKBMaxEID       = "SELECT coalesce(max(eid), 0) FROM kb_entries"
+	qKBUpdateEntry  = "UPDATE kb_entries SET keys = ?, value = ?, version = ?, updated_at = ? WHERE eid = ?"
+	qKBDeleteEntry  = "DELETE FROM kb_entries WHERE eid = ?"
+	qKBDeleteTerms  = "DELETE FROM kb_terms WHERE rowid = ?"
+	qKBDeleteFTS    = "DELETE FROM kb_fts WHERE rowid = ?"
+	qKBUpdateTerms  = "UPDATE kb_terms SET terms = ? WHERE rowid = ?"
+	qKBUpdateFTS    = "UPDATE kb_fts SET identifier = ?, keys = ?, value = ? WHERE rowid = ?"
+	qKBScopeEntries = "SELECT id, identifier, version FROM kb_entries WHERE sp = ? ORDER BY eid"
+	qKBClearTerms   = "DELETE FROM kb_terms WHERE rowid BETWEEN ? AND ?"
+	qKBClearFTS     = "DELETE FROM kb_fts WHERE rowid BETWEEN ? AND ?"
+	qKBClearEntries = "DELETE FROM kb_entries WHERE sp = ?"
+	qKBZeroCount    = "UPDATE kb_spaces SET entries = 0, gen = gen + 1 WHERE sp = ?"
+	qKBBumpGen      = "UPDATE kb_spaces SET gen = gen + 1 WHERE sp = ?"
+	qKBClearDF      = "DELETE FROM kb_df WHERE sp = ?"
 )
 
 // kbSpace is a (knowledge base, scope) pair and its key.

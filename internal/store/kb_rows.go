@@ -25,7 +25,7 @@ type multiRow struct {
 
 func newMultiRow(head string, cols, chunk int, tail ...string) *multiRow {
 	m := &multiRow{head: head, tail: strings.Join(tail, ""), cols: cols, chunk: chunk}
-	m.full = wsql(m.sql(chunk))
+	m.full = m.sql(chunk)
 	return m
 }
 

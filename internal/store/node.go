@@ -15,34 +15,34 @@ const MaxNodeBatch = 1000
 
 const nodeCols = "n.nid, n.kind, n.id, n.version, n.title, n.summary, n.lifecycle, n.authority, n.confidence, n.target_files, n.payload_ref, n.owner, n.source_type, n.derived_from, n.metadata, n.created_at, n.updated_at, n.written_by"
 
-var (
-	qScopeID        = wsql("SELECT sid FROM scopes WHERE name = ?")
-	qInsertScope    = wsql("INSERT INTO scopes(name) VALUES(?)")
-	qNodeByKey      = wsql("SELECT " + nodeCols + " FROM nodes n WHERE n.sid = ? AND n.kind = ? AND n.id = ?")
-	qNodeNID        = wsql("SELECT nid FROM nodes WHERE sid = ? AND kind = ? AND id = ?")
-	qInsertNode     = wsql("INSERT INTO nodes(sid, kind, id, version, title, summary, lifecycle, authority, confidence, target_files, payload_ref, owner, source_type, derived_from, metadata, created_at, updated_at, written_by) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-	qUpdateNode     = wsql("UPDATE nodes SET version = ?, title = ?, summary = ?, lifecycle = ?, authority = ?, confidence = ?, target_files = ?, payload_ref = ?, owner = ?, source_type = ?, derived_from = ?, metadata = ?, updated_at = ?, written_by = ? WHERE nid = ?")
-	qInsertVersion  = wsql("INSERT INTO node_versions(nid, version, valid_from, body) VALUES(?,?,?,?)")
-	qInsertConf     = wsql("INSERT INTO confidence_history(nid, version, at, old, new, reason) VALUES(?,?,?,?,?,?)")
-	qRecordVertex   = wsql("SELECT vid FROM lineage_records WHERE record_id = ?")
-	qInsertVertex   = wsql("INSERT INTO lineage_records(record_id) VALUES(?)")
-	qRecordExists   = wsql("SELECT 1 FROM records WHERE id = ?")
-	qDeleteEdges    = wsql("DELETE FROM lineage WHERE child = ?")
-	qInsertEdge     = wsql("INSERT OR IGNORE INTO lineage(child, parent) VALUES(?,?)")
-	qInsertRelation = wsql("INSERT INTO relations(sid, id, kind, from_nid, to_nid, confidence, reasons, created_at) VALUES(?,?,?,?,?,?,?,?)")
-	qRelationExists = wsql("SELECT 1 FROM relations WHERE sid = ? AND id = ?")
-	qInsertFeedback = wsql("INSERT INTO feedback(id, sid, nid, outcome, note, author_id, created_at) VALUES(?,?,?,?,?,?,?)")
-	qInsertExtract  = wsql("INSERT INTO turn_extracted(turn_id, pos, ref) VALUES(?,?,?)")
-	qTurnExtracted  = wsql("SELECT ref FROM turn_extracted WHERE turn_id = ? ORDER BY pos")
+const (
+	qScopeID        = "SELECT sid FROM scopes WHERE name = ?"
+	qInsertScope    = "INSERT INTO scopes(name) VALUES(?)"
+	qNodeByKey      = "SELECT " + nodeCols + " FROM nodes n WHERE n.sid = ? AND n.kind = ? AND n.id = ?"
+	qNodeNID        = "SELECT nid FROM nodes WHERE sid = ? AND kind = ? AND id = ?"
+	qInsertNode     = "INSERT INTO nodes(sid, kind, id, version, title, summary, lifecycle, authority, confidence, target_files, payload_ref, owner, source_type, derived_from, metadata, created_at, updated_at, written_by) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+	qUpdateNode     = "UPDATE nodes SET version = ?, title = ?, summary = ?, lifecycle = ?, authority = ?, confidence = ?, target_files = ?, payload_ref = ?, owner = ?, source_type = ?, derived_from = ?, metadata = ?, updated_at = ?, written_by = ? WHERE nid = ?"
+	qInsertVersion  = "INSERT INTO node_versions(nid, version, valid_from, body) VALUES(?,?,?,?)"
+	qInsertConf     = "INSERT INTO confidence_history(nid, version, at, old, new, reason) VALUES(?,?,?,?,?,?)"
+	qRecordVertex   = "SELECT vid FROM lineage_records WHERE record_id = ?"
+	qInsertVertex   = "INSERT INTO lineage_records(record_id) VALUES(?)"
+	qRecordExists   = "SELECT 1 FROM records WHERE id = ?"
+	qDeleteEdges    = "DELETE FROM lineage WHERE child = ?"
+	qInsertEdge     = "INSERT OR IGNORE INTO lineage(child, parent) VALUES(?,?)"
+	qInsertRelation = "INSERT INTO relations(sid, id, kind, from_nid, to_nid, confidence, reasons, created_at) VALUES(?,?,?,?,?,?,?,?)"
+	qRelationExists = "SELECT 1 FROM relations WHERE sid = ? AND id = ?"
+	qInsertFeedback = "INSERT INTO feedback(id, sid, nid, outcome, note, author_id, created_at) VALUES(?,?,?,?,?,?,?)"
+	qInsertExtract  = "INSERT INTO turn_extracted(turn_id, pos, ref) VALUES(?,?,?)"
+	qTurnExtracted  = "SELECT ref FROM turn_extracted WHERE turn_id = ? ORDER BY pos"
 	// reachesUp answers "is nid an ancestor of any of these parents?"; the
 	// walk is bounded by the graph itself (UNION drops repeats), not by a
 	// depth guess, so a 10,000-deep honest chain is fine and a cycle is
 	// always found.
-	qAncestorOf = wsql(`WITH RECURSIVE up(v) AS (
+	qAncestorOf = `WITH RECURSIVE up(v) AS (
 		SELECT value FROM json_each(?1)
 		UNION
 		SELECT l.parent FROM lineage l JOIN up ON l.child = up.v WHERE up.v > 0
-	) SELECT 1 FROM up WHERE v = ?2 LIMIT 1`)
+	) SELECT 1 FROM up WHERE v = ?2 LIMIT 1`
 )
 
 // nodeRow is a node as stored, with its keys.

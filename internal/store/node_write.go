@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -14,7 +13,7 @@ import (
 )
 
 // putNode writes a node: a new node (version 1) or a new version of an
-// existing one, with its version row, confidence history, lineage edges
+// existing one (what it inherits and defaults to is kura.MergeNode), with its version row, confidence history, lineage edges
 // and event, all in tx; its text is indexed for search before tx commits
 // (indexNodeText). A new version is refused unless
 // in.Writer may rewrite the node (kura.CheckNodeRewrite), here in the
@@ -32,66 +31,20 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 		}
 		old = n
 	}
-	var n kura.Node
+	var base *kura.Node
 	if old != nil {
 		if err := kura.CheckNodeRewrite(old.Ref, old.Owner, in.Writer); err != nil {
 			return nil, false, err
 		}
-		n = old.Node
-	} else {
-		if in.Summary == nil {
-			return nil, false, kura.Invalid(field+"summary", "summary is required for a new node")
-		}
-		n = kura.Node{Ref: in.Kind + ":" + in.ID, Scope: scope, Kind: in.Kind, ID: in.ID,
-			Lifecycle: "candidate", Authority: "unknown", Confidence: 0.5, SourceType: "direct_experience",
-			TargetFiles: []string{}, DerivedFrom: []string{}, Metadata: json.RawMessage("{}"), CreatedAt: now}
+		base = &old.Node
 	}
-	set := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
+	n, lineageChanged, err := kura.MergeNode(base, in, scope, now, field)
+	if err != nil {
+		return nil, false, err
 	}
-	set(&n.Title, in.Title)
-	set(&n.Summary, in.Summary)
-	set(&n.Lifecycle, in.Lifecycle)
-	set(&n.Authority, in.Authority)
-	set(&n.SourceType, in.SourceType)
-	if in.Confidence != nil {
-		n.Confidence = *in.Confidence
-	}
-	if in.TargetFiles != nil {
-		n.TargetFiles = in.TargetFiles
-	}
-	if in.PayloadRef != nil {
-		n.PayloadRef = in.PayloadRef
-		if *in.PayloadRef == "" {
-			n.PayloadRef = nil
-		}
-	}
-	if in.Owner != nil {
-		n.Owner = in.Owner
-		if *in.Owner == "" {
-			n.Owner = nil
-		}
-	}
-	if in.Metadata != nil {
-		n.Metadata = in.Metadata
-	}
-	lineageChanged := old == nil && len(in.DerivedFrom) > 0
-	if in.DerivedFrom != nil && (old == nil || !slices.Equal(in.DerivedFrom, old.DerivedFrom)) {
-		n.DerivedFrom = dedupe(in.DerivedFrom)
-		lineageChanged = true
-	}
-	n.Version++
-	n.UpdatedAt = now
-	n.WrittenBy = in.Writer.Identity
 
 	var parents []int64
 	if lineageChanged {
-		if slices.Contains(n.DerivedFrom, n.Ref) {
-			return nil, false, kura.Invalid(field+"derived_from", "%s cannot be derived from itself", n.Ref)
-		}
-		var err error
 		if parents, err = tx.vertices(sid, scope, n.DerivedFrom, field+"derived_from"); err != nil {
 			return nil, false, err
 		}
@@ -149,14 +102,7 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 		if old != nil {
 			prev = old.Confidence
 		}
-		reason := in.Reason
-		if reason == "" {
-			reason = "created"
-			if old != nil {
-				reason = "updated"
-			}
-		}
-		if _, err := tx.Exec(qInsertConf, nid, n.Version, now, prev, n.Confidence, reason); err != nil {
+		if _, err := tx.Exec(qInsertConf, nid, n.Version, now, prev, n.Confidence, kura.ConfidenceReason(in.Reason, old == nil)); err != nil {
 			return nil, false, err
 		}
 	}
@@ -164,16 +110,6 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 		return nil, false, err
 	}
 	return &n, old == nil, nil
-}
-
-func dedupe(s []string) []string {
-	out := make([]string, 0, len(s))
-	for _, v := range s {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // nodeVersion keeps the version as the JSON the API serves for it.
@@ -290,9 +226,6 @@ func (tx *Tx) transition(scope string, r kura.Ref, lifecycle string, authority *
 	return n, err
 }
 
-// reviseFault lets tests fail a revise between its steps.
-var reviseFault func(step string) error
-
 // ReviseNode replaces a node by a new one in one transaction: the new node
 // (source_type revision, derived from the old), a supersedes relation from
 // new to old, and the old node retired. Any failure leaves none of it.
@@ -309,7 +242,7 @@ func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeIn
 	}
 	rev := "revision"
 	in.SourceType = &rev
-	in.DerivedFrom = dedupe(append([]string{r.String()}, in.DerivedFrom...))
+	in.DerivedFrom = kura.Dedupe(append([]string{r.String()}, in.DerivedFrom...))
 	if err := in.Validate(db.nodeKinds(), ""); err != nil {
 		return nil, err
 	}
@@ -366,8 +299,8 @@ func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeIn
 		if err != nil {
 			return err
 		}
-		if reviseFault != nil {
-			if err := reviseFault("node"); err != nil {
+		if f := db.cfg.Hooks.Revise; f != nil {
+			if err := f("node"); err != nil {
 				return err
 			}
 		}
@@ -376,8 +309,8 @@ func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeIn
 		if err != nil {
 			return err
 		}
-		if reviseFault != nil {
-			if err := reviseFault("relation"); err != nil {
+		if f := db.cfg.Hooks.Revise; f != nil {
+			if err := f("relation"); err != nil {
 				return err
 			}
 		}
