@@ -308,7 +308,11 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.stopDog != nil {
 		m.stopDog()
-		<-m.dogDone
+		select {
+		case <-m.dogDone:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("watchdog did not stop: %w", ctx.Err()))
+		}
 		m.stopDog = nil
 	}
 	if m.http != nil {
