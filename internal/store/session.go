@@ -14,7 +14,7 @@ import (
 	"github.com/kura-memory/kura/kurahash"
 )
 
-const sessionCols = "s.id, s.project, s.name, s.scope, s.head_ledger_id, l.hash, s.created_at, s.updated_at, (SELECT t.id FROM turns t WHERE t.session_id = s.id AND t.state = 'open'), s.created_by"
+const sessionCols = "s.id, s.project, s.name, s.scope, s.head_ledger_id, l.hash, s.created_at, s.updated_at, (SELECT t.id FROM turns t WHERE t.session_id = s.id AND t.state = '" + kura.TurnOpen + "'), s.created_by"
 
 const sessionFrom = " FROM sessions s LEFT JOIN ledgers l ON l.id = s.head_ledger_id"
 

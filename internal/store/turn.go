@@ -662,7 +662,7 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string, by kura.Wri
 // It returns how many it closed.
 func (db *DB) CloseExpiredTurns(ctx context.Context) (int, error) {
 	now := kura.FormatTime(db.now())
-	rows, err := db.rdb.QueryContext(ctx, "SELECT id FROM turns WHERE state = 'open' AND deadline_at <= ? ORDER BY deadline_at LIMIT 100", now)
+	rows, err := db.rdb.QueryContext(ctx, "SELECT id FROM turns WHERE state = ? AND deadline_at <= ? ORDER BY deadline_at LIMIT 100", kura.TurnOpen, now)
 	if err != nil {
 		return 0, mapErr(err)
 	}
