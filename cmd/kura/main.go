@@ -75,11 +75,8 @@ type command struct {
 // commandTable lists every command, in the order help shows them. It is a
 // function rather than a variable because help reads it. A name of two words
 // ("turn open") is a subcommand of a group ("turn"): run takes the word after
-// the group as the subcommand, flags in front of it allowed.
-//
-// Commands of later issues go here, each with its file: trace (trace.go),
-// memory (memory.go), context preview|compile (context.go), kb (kb.go),
-// backup and restore (backup.go) and token new (token.go).
+// the group as the subcommand, flags in front of it allowed. Each command's
+// setup function lives in the file of its noun (turn.go, memory.go, kb.go...).
 func commandTable() []command {
 	return []command{
 		{"put", "[--type T --author A] [--content JSON] [--meta k=v]... [--stdin | -]", "write a record (or a batch from stdin)", setupPut},

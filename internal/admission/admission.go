@@ -46,6 +46,21 @@ const (
 	PayloadThreshold = 0.55
 )
 
+// The relation kinds of rules 1 and 2: a blocking relation keeps its
+// target out of use, a payload relation sends it to rehydrate. No other
+// kind (supports, derived_from) ever changes a bucket.
+var (
+	BlockingKinds = []string{"supersedes", "contradicts", "invalidates"}
+	PayloadKinds  = []string{"requires_payload"}
+)
+
+// DecidingRelations names the only relations Decide can act on: their
+// kinds, and the lowest confidence at which one of them decides. A store
+// reads just these, so a scope's many supports never cost a compile.
+func DecidingRelations() (kinds []string, minConfidence float64) {
+	return slices.Concat(BlockingKinds, PayloadKinds), min(BlockThreshold, PayloadThreshold)
+}
+
 // Decision is where one node goes and why.
 type Decision struct {
 	Bucket     string
@@ -78,14 +93,14 @@ func conf(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }
 // node (confidence, kind) or the relations (supports, derived_from, the
 // state of their source) can change the answer.
 func Decide(n *kura.Node, incoming []kura.Relation) Decision {
-	if r := firstRelation(incoming, BlockThreshold, "supersedes", "contradicts", "invalidates"); r != nil {
+	if r := firstRelation(incoming, BlockThreshold, BlockingKinds...); r != nil {
 		return Decision{DoNotUse, ReasonBlockedByRelation, r.ID,
-			r.Kind + " from " + r.From + " at confidence " + conf(r.Confidence) + " (≥ 0.65)"}
+			r.Kind + " from " + r.From + " at confidence " + conf(r.Confidence) + " (≥ " + conf(BlockThreshold) + ")"}
 	}
-	payloadRel := firstRelation(incoming, PayloadThreshold, "requires_payload")
+	payloadRel := firstRelation(incoming, PayloadThreshold, PayloadKinds...)
 	if payloadRel != nil {
 		return Decision{Rehydrate, ReasonRequiresPayload, payloadRel.ID,
-			"requires_payload from " + payloadRel.From + " at confidence " + conf(payloadRel.Confidence) + " (≥ 0.55)"}
+			"requires_payload from " + payloadRel.From + " at confidence " + conf(payloadRel.Confidence) + " (≥ " + conf(PayloadThreshold) + ")"}
 	}
 	switch n.Lifecycle {
 	case "archived", "rehydrate_required":

@@ -1255,3 +1255,51 @@ func TestCompile_Pure(t *testing.T) {
 		t.Fatalf("two compiles of the same input differ")
 	}
 }
+
+// TestDecidingRelations holds the store's pre-filter to Decide: every
+// relation kind and confidence that DecidingRelations leaves out leaves
+// the decision as if the relation were not there, and every kind it names
+// decides at its threshold.
+func TestDecidingRelations(t *testing.T) {
+	kinds, minConf := admission.DecidingRelations()
+	if minConf != min(admission.BlockThreshold, admission.PayloadThreshold) {
+		t.Errorf("got min confidence %v, want %v", minConf, min(admission.BlockThreshold, admission.PayloadThreshold))
+	}
+	for _, k := range kinds {
+		if !slices.Contains(kura.RelationKind, k) {
+			t.Errorf("deciding kind %q is not a relation kind", k)
+		}
+	}
+	n := newNode("belief", "t", "active", "trusted")
+	alone := admission.Decide(&n, nil)
+	tests := []struct {
+		kind       string
+		confidence float64
+		decides    bool
+	}{
+		{"supersedes", admission.BlockThreshold, true},
+		{"contradicts", admission.BlockThreshold, true},
+		{"invalidates", admission.BlockThreshold, true},
+		{"requires_payload", admission.PayloadThreshold, true},
+		{"supersedes", admission.BlockThreshold - 0.01, false},
+		{"requires_payload", minConf - 0.01, false},
+		{"supports", 1, false},
+		{"derived_from", 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%v", tt.kind, tt.confidence), func(t *testing.T) {
+			rel := kura.Relation{ID: "r1", Kind: tt.kind, From: "belief:f", To: target, Confidence: tt.confidence, CreatedAt: t0}
+			got := admission.Decide(&n, []kura.Relation{rel})
+			if decided := got.RelationID == "r1"; decided != tt.decides {
+				t.Errorf("got decided %v (%+v), want %v", decided, got, tt.decides)
+			}
+			if !tt.decides && got != alone {
+				t.Errorf("got %+v, want %+v as without the relation", got, alone)
+			}
+			filtered := slices.Contains(kinds, tt.kind) && tt.confidence >= minConf
+			if tt.decides && !filtered {
+				t.Errorf("a deciding relation is filtered out by DecidingRelations")
+			}
+		})
+	}
+}

@@ -168,14 +168,11 @@ func TestBus_AuthBeyondLoopback(t *testing.T) {
 	ctx := context.Background()
 	db := openStore(t, filepath.Join(t.TempDir(), "kura.db"), newKey(t))
 	t.Cleanup(func() { db.Close(context.Background()) })
-	pub, err := b.NewPublisher(db, PublisherConfig{})
-	if err != nil {
-		t.Fatalf("kurad's publisher cannot connect with auth on: %v", err)
-	}
+	pub := b.NewPublisher(db, PublisherConfig{})
 	t.Cleanup(func() { pub.Close(context.Background()) })
 	db.OnCommit(pub.Notify)
-	if err := pub.Start(ctx); err != nil {
-		t.Fatal(err)
+	if err := pub.Open(ctx); err != nil {
+		t.Fatalf("kurad's publisher cannot connect with auth on: %v", err)
 	}
 
 	alice, ac := connectAs(t, url, nats.UserInfo("alice", "alice-secret"))

@@ -48,6 +48,7 @@ type PublisherStats struct {
 // is skipped and nothing uncommitted is ever seen. Its cursor lives in
 // SQLite: delivery is at least once across crashes.
 type Publisher struct {
+	bus *Bus
 	out Outbox
 	nc  *nats.Conn
 	cfg PublisherConfig
@@ -74,13 +75,10 @@ type Publisher struct {
 	beforePublish func(e *kura.Event) error
 }
 
-// NewPublisher connects to the embedded server in-process (no TCP port; with
-// authentication on, as kurad's internal user) and returns a publisher that
-// starts with Start.
-func (b *Bus) NewPublisher(out Outbox, cfg PublisherConfig) (*Publisher, error) {
-	if b.srv == nil {
-		return nil, errors.New("nats server is not running")
-	}
+// NewPublisher returns a doorbell for the embedded server, configured and
+// not yet connected: register its Notify as the store's commit hook, then
+// Open it.
+func (b *Bus) NewPublisher(out Outbox, cfg PublisherConfig) *Publisher {
 	if cfg.SaveEvery <= 0 {
 		cfg.SaveEvery = 250 * time.Millisecond
 	}
@@ -93,32 +91,11 @@ func (b *Bus) NewPublisher(out Outbox, cfg PublisherConfig) (*Publisher, error) 
 	if cfg.Logger == nil {
 		cfg.Logger = b.log
 	}
-	p := &Publisher{out: out, cfg: cfg, log: cfg.Logger,
+	p := &Publisher{bus: b, out: out, cfg: cfg, log: cfg.Logger,
 		wake: make(chan struct{}, 1), saveReq: make(chan int64, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), saved: make(chan struct{})}
 	p.failing.Store("")
-	var auth []nats.Option
-	if b.internalPass != "" {
-		auth = append(auth, nats.UserInfo(internalUser, b.internalPass))
-	}
-	nc, err := nats.Connect("", append(auth, nats.InProcessServer(b.srv), nats.Name("kurad-doorbell"),
-		// While disconnected, a publish must fail rather than sit in a
-		// client-side buffer that dies with the process: the cursor then
-		// stays put and SQLite replays the events once NATS is back.
-		nats.ReconnectBufSize(-1),
-		nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
-			if !nc.IsClosed() {
-				p.setFailing(fmt.Sprintf("disconnected from NATS: %v", err))
-			}
-		}),
-		nats.ReconnectHandler(func(*nats.Conn) { p.log.Info("doorbell reconnected to NATS"); p.kick() }),
-	)...)
-	if err != nil {
-		return nil, fmt.Errorf("doorbell connect: %w", err)
-	}
-	p.nc = nc
-	return p, nil
+	return p
 }
 
 // Notify is the store's commit hook: it queues the committed events and
@@ -145,10 +122,35 @@ func (p *Publisher) kick() {
 	}
 }
 
-// Start loads the saved cursor and starts publishing from it: events
-// committed while kurad was down (or never published before a crash) go
-// out first, in order.
-func (p *Publisher) Start(ctx context.Context) error {
+// Open connects to the embedded server in-process (no TCP port; with
+// authentication on, as kurad's internal user), loads the saved cursor and
+// starts publishing from it: events committed while kurad was down (or
+// never published before a crash) go out first, in order.
+func (p *Publisher) Open(ctx context.Context) error {
+	if p.bus.srv == nil {
+		return errors.New("nats server is not running")
+	}
+	var auth []nats.Option
+	if p.bus.internalPass != "" {
+		auth = append(auth, nats.UserInfo(internalUser, p.bus.internalPass))
+	}
+	nc, err := nats.Connect("", append(auth, nats.InProcessServer(p.bus.srv), nats.Name("kurad-doorbell"),
+		// While disconnected, a publish must fail rather than sit in a
+		// client-side buffer that dies with the process: the cursor then
+		// stays put and SQLite replays the events once NATS is back.
+		nats.ReconnectBufSize(-1),
+		nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if !nc.IsClosed() {
+				p.setFailing(fmt.Sprintf("disconnected from NATS: %v", err))
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { p.log.Info("doorbell reconnected to NATS"); p.kick() }),
+	)...)
+	if err != nil {
+		return fmt.Errorf("doorbell connect: %w", err)
+	}
+	p.nc = nc
 	cursor, err := p.out.PublishedSeq(ctx)
 	if err != nil {
 		return fmt.Errorf("doorbell cursor: %w", err)
@@ -174,7 +176,7 @@ func (p *Publisher) Stats() *PublisherStats { return &p.stats }
 
 // Health is "" while the doorbell works, else what is wrong.
 func (p *Publisher) Health() string {
-	if !p.nc.IsConnected() {
+	if p.nc == nil || !p.nc.IsConnected() {
 		return "doorbell not connected to NATS"
 	}
 	return p.failing.Load().(string)
@@ -346,7 +348,9 @@ func (p *Publisher) Close(ctx context.Context) error {
 				err = fmt.Errorf("doorbell close: %w", ctx.Err())
 			}
 		}
-		p.nc.Close()
+		if p.nc != nil {
+			p.nc.Close()
+		}
 	})
 	return err
 }

@@ -50,14 +50,11 @@ func openBus(tb testing.TB) *Bus {
 func startDoorbell(tb testing.TB, path string, key ed25519.PrivateKey, cfg PublisherConfig, hook func(*kura.Event) error) (*doorbell, func()) {
 	tb.Helper()
 	d := &doorbell{db: openStore(tb, path, key), bus: openBus(tb)}
-	pub, err := d.bus.NewPublisher(d.db, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	pub := d.bus.NewPublisher(d.db, cfg)
 	pub.beforePublish = hook
 	d.pub = pub
 	d.db.OnCommit(pub.Notify)
-	if err := pub.Start(context.Background()); err != nil {
+	if err := pub.Open(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	var once sync.Once
@@ -358,12 +355,9 @@ func TestPublisher_ReplayAfterRestartIsTheMissingEvents(t *testing.T) {
 	b := openBus(t)
 	t.Cleanup(func() { b.Close(context.Background()) })
 	sub := subscribe(t, b, "oclaw.v1.>")
-	pub, err := b.NewPublisher(db, PublisherConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := b.NewPublisher(db, PublisherConfig{})
 	db.OnCommit(pub.Notify)
-	if err := pub.Start(context.Background()); err != nil {
+	if err := pub.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

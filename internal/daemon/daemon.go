@@ -156,14 +156,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.bus.Open(ctx); err != nil {
 		return err
 	}
-	m.doorbell, err = m.bus.NewPublisher(m.store, bus.PublisherConfig{Logger: m.Logger.With("component", "doorbell")})
-	if err != nil {
-		return err
-	}
-	// Hook first, then start: the publisher dedupes by seq, so an event seen
+	m.doorbell = m.bus.NewPublisher(m.store, bus.PublisherConfig{Logger: m.Logger.With("component", "doorbell")})
+	// Hook first, then open: the publisher dedupes by seq, so an event seen
 	// both ways goes out once, and none falls between the two.
 	m.store.OnCommit(m.doorbell.Notify)
-	if err := m.doorbell.Start(ctx); err != nil {
+	if err := m.doorbell.Open(ctx); err != nil {
 		return err
 	}
 	if err := m.loadTokens(); err != nil {
@@ -313,7 +310,11 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.stopDog != nil {
 		m.stopDog()
-		<-m.dogDone
+		select {
+		case <-m.dogDone:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("watchdog did not stop: %w", ctx.Err()))
+		}
 		m.stopDog = nil
 	}
 	if m.http != nil {

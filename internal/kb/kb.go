@@ -1,9 +1,10 @@
-// Package kb holds the knowledge-base rules (shared/seeds: the "Ledger"):
+// Package kb holds the knowledge-base rules (what shared/seeds calls the
+// "Ledger"; named Space here, beside kura.Ledger, the Merkle ledger):
 // how identifiers and queries are cut into words, how keys compare, what
 // each query form matches, how a question in a model's own words scores an
 // entry and why (rank.go), and the text a lookup hands a model. It is
 // pure: the store indexes with these functions and answers with SQL, and
-// Ledger below is the same semantics as a plain in-memory scan, the
+// Space (space.go) is the same semantics as a plain in-memory scan, the
 // reference the store is tested against.
 package kb
 

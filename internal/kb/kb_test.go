@@ -140,10 +140,10 @@ func flipCase(rng *rand.Rand, s string) string {
 	}, s)
 }
 
-// spec holds the two spec entries in a fresh Ledger.
-func spec(t *testing.T) *kb.Ledger {
+// spec holds the two spec entries in a fresh Space.
+func spec(t *testing.T) *kb.Space {
 	t.Helper()
-	var l kb.Ledger
+	var l kb.Space
 	for _, e := range kbtest.Entries {
 		if !l.Insert(e.Identifier, e.Keys, e.Value) {
 			t.Fatalf("insert %q: not new", e.Identifier)

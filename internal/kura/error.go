@@ -31,7 +31,18 @@ type Error struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// Cause is what the error means to kurad itself, beyond the code a
+	// caller sees (ErrStorage); never written to the caller.
+	Cause error `json:"-"`
 }
+
+// ErrStorage is the cause of every error that means the storage itself
+// failed (a full or failing disk), whatever code the caller sees: a
+// health check asks errors.Is(err, ErrStorage), not the message.
+var ErrStorage = errors.New("storage failure")
+
+// Unwrap is the cause, so errors.Is(err, ErrStorage) sees it.
+func (e *Error) Unwrap() error { return e.Cause }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
 

@@ -1,6 +1,7 @@
 package kura_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,4 +69,30 @@ func TestInvalid(t *testing.T) {
 			t.Errorf("got details %v, want field and k", e.Details)
 		}
 	})
+}
+
+func TestErrStorage(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"Cause", &kura.Error{Code: kura.EUnavailable, Message: "storage is failing", Cause: kura.ErrStorage}, true},
+		{"Wrapped", fmt.Errorf("write: %w", &kura.Error{Code: kura.EStorageFull, Cause: kura.ErrStorage}), true},
+		{"SameMessageNoCause", &kura.Error{Code: kura.EUnavailable, Message: "storage is failing"}, false},
+		{"OtherCause", &kura.Error{Code: kura.EUnavailable, Cause: io.EOF}, false},
+		{"Nil", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errors.Is(tt.err, kura.ErrStorage); got != tt.want {
+				t.Errorf("errors.Is(%v, ErrStorage) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+	// The cause never reaches the caller.
+	b, _ := json.Marshal(&kura.Error{Code: kura.EUnavailable, Message: "m", Cause: kura.ErrStorage})
+	if got, want := string(b), `{"code":"unavailable","message":"m"}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
 }

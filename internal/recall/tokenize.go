@@ -11,7 +11,7 @@ import (
 // tokenize='porter unicode61 remove_diacritics 2', in order, repeats
 // kept: runs of the code points unicode61 keeps in tokens (letters,
 // digits and the like; its tables, generated from the engine, are in
-// unicode61_table.go), each folded (lowercase, diacritics removed) and
+// unicode61.txt), each folded (lowercase, diacritics removed) and
 // then stemmed (Stem). The store's tests hold it to the engine: what
 // Tokens says a field holds is what the index holds.
 func Tokens(text string) []string {

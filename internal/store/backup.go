@@ -55,11 +55,6 @@ type backupRuns struct {
 // errRedactedDuringBackup is the cause a redaction cancels backups with.
 var errRedactedDuringBackup = errors.New("a record was redacted while the backup ran")
 
-// backupHook, when set by a test, runs at the named stages of a backup
-// ("snapshot": before the copy starts; "manifest": after it, before the
-// manifest is written).
-var backupHook func(stage string)
-
 // start registers a backup and returns its id and the redaction count it
 // began under.
 func (b *backupRuns) start(cancel context.CancelCauseFunc) (int, int64) {
@@ -155,8 +150,8 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 	defer cancel(nil)
 	run, gen := db.backups.start(cancel)
 	defer db.backups.end(run)
-	if backupHook != nil {
-		backupHook("snapshot")
+	if f := db.cfg.Hooks.Backup; f != nil {
+		f("snapshot")
 	}
 	// A redaction's cancel surfaces as whatever the step it hit says.
 	cut := func(err error) error {
@@ -168,8 +163,8 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 	if err := db.vacuumInto(ctx, dst); err != nil {
 		return nil, cut(err)
 	}
-	if backupHook != nil {
-		backupHook("manifest")
+	if f := db.cfg.Hooks.Backup; f != nil {
+		f("manifest")
 	}
 	if err := syncFile(dst); err != nil {
 		return nil, fmt.Errorf("backup: %w", err)

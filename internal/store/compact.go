@@ -22,19 +22,15 @@ const (
 // rather than one that holds every other write up. Tests make it smaller.
 var compactChunk int64 = 5000
 
-var (
-	qMetaValue    = wsql("SELECT value FROM meta WHERE key = ?")
-	qMaxEventSeq  = wsql("SELECT coalesce(max(seq), 0) FROM events")
-	qDeleteEvents = wsql("DELETE FROM events WHERE seq <= ?")
-	qSetMeta      = wsql("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+const (
+	qMetaValue    = "SELECT value FROM meta WHERE key = ?"
+	qMaxEventSeq  = "SELECT coalesce(max(seq), 0) FROM events"
+	qDeleteEvents = "DELETE FROM events WHERE seq <= ?"
+	qSetMeta      = "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
 )
 
-type queryRower interface {
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-}
-
 // metaInt reads an integer from meta; a missing key is 0.
-func metaInt(ctx context.Context, q queryRower, key string) (int64, error) {
+func metaInt(ctx context.Context, q queryer, key string) (int64, error) {
 	return parseMetaInt(key, q.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", key))
 }
 

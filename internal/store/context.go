@@ -66,10 +66,7 @@ func (db *DB) validateCompile(req *admission.Request) (string, bool, error) {
 // scopeMemory reads a scope's nodes (of kinds, or all) and relations as they
 // were at asOf, from one snapshot. current reads the nodes table itself
 // (no version lookups) when asOf is now.
-func scopeMemory(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, scope, asOf string, current, withText bool, kinds []string) ([]kura.Node, []kura.Relation, error) {
+func scopeMemory(ctx context.Context, q queryer, scope, asOf string, current, withText bool, kinds []string) ([]kura.Node, []kura.Relation, error) {
 	var sid int64
 	err := q.QueryRowContext(ctx, "SELECT sid FROM scopes WHERE name = ?", scope).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -164,13 +161,16 @@ func scopeMemory(ctx context.Context, q interface {
 			return nil, nil, err
 		}
 	}
-	// Only relations that can decide are read: the blocking and payload
-	// kinds at or above the lower threshold (admission rules 1 and 2).
-	// supports and derived_from never change a bucket.
+	// Only relations that can decide are read (admission.DecidingRelations).
+	deciding, minConf := admission.DecidingRelations()
+	relArgs := []any{sid, asOf, minConf}
+	for _, k := range deciding {
+		relArgs = append(relArgs, k)
+	}
 	rows, err := q.QueryContext(ctx, `SELECT r.id, r.kind, f.kind || ':' || f.id, t.kind || ':' || t.id, r.confidence, r.created_at
 		FROM relations r JOIN nodes f ON f.nid = r.from_nid JOIN nodes t ON t.nid = r.to_nid
 		WHERE r.sid = ? AND r.created_at <= ? AND r.confidence >= ?
-		AND r.kind IN ('supersedes', 'contradicts', 'invalidates', 'requires_payload')`, sid, asOf, min(admission.BlockThreshold, admission.PayloadThreshold))
+		AND r.kind IN (?`+strings.Repeat(",?", len(deciding)-1)+`)`, relArgs...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -242,8 +242,8 @@ func (db *DB) PreviewContext(ctx context.Context, scope string, req *admission.R
 	return admission.Encode(b)
 }
 
-var (
-	qInsertBundle = wsql("INSERT INTO context_bundles(id, scope, digest, as_of, body, created_at) VALUES(?,?,?,?,?,?)")
+const (
+	qInsertBundle = "INSERT INTO context_bundles(id, scope, digest, as_of, body, created_at) VALUES(?,?,?,?,?,?)"
 )
 
 // CompileContext compiles and keeps the bundle, with its context.compiled

@@ -129,9 +129,9 @@ func (db *DB) PublishedSeq(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-var qSavePublished = wsql(`INSERT INTO meta(key, value) VALUES('` + publishedKey + `', ?)
+const qSavePublished = `INSERT INTO meta(key, value) VALUES('` + publishedKey + `', ?)
 	ON CONFLICT(key) DO UPDATE SET value = excluded.value
-	WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER)`)
+	WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER)`
 
 // SavePublishedSeq moves the doorbell's cursor forward (never back). It is
 // bookkeeping, not a mutation of Kura's data, so it writes no event.

@@ -5,15 +5,15 @@ import (
 	"github.com/kura-memory/kura/internal/recall"
 )
 
-// SetReviseFault lets tests fail a revise between its steps.
-func SetReviseFault(f func(step string) error) { reviseFault = f }
+// SetReviseFault lets tests fail a revise of db between its steps.
+func (db *DB) SetReviseFault(f func(step string) error) { db.cfg.Hooks.Revise = f }
 
 // Path is the database file, for tests that inspect it directly.
 func (db *DB) Path() string { return db.cfg.Path }
 
 // SetBackupHook lets tests act at the stages of a backup ("snapshot",
 // "manifest").
-func SetBackupHook(f func(stage string)) { backupHook = f }
+func (db *DB) SetBackupHook(f func(stage string)) { db.cfg.Hooks.Backup = f }
 
 // SearchFields are the texts search reads of a node (node_text), one per
 // index column, with the reason code of each.

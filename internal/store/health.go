@@ -31,7 +31,7 @@ const lowSpaceBytes = 1 << 20
 // errStorageFull is what a write answers when the disk (or the configured
 // page limit) has no room left. Reads keep working.
 func errStorageFull() error {
-	return &kura.Error{Code: kura.EStorageFull, Message: "the disk is full; writes are refused until space is freed"}
+	return &kura.Error{Code: kura.EStorageFull, Message: "the disk is full; writes are refused until space is freed", Cause: kura.ErrStorage}
 }
 
 // writeErr maps the error of a failed write and remembers storage trouble
@@ -57,11 +57,7 @@ func (db *DB) writeErr(err error) error {
 // disk) from a failure of one request; after one the transaction may have
 // been rolled back by SQLite, so the whole batch fails with it.
 func isStorageErr(err error) bool {
-	if kura.IsCode(err, kura.EStorageFull) {
-		return true
-	}
-	var ke *kura.Error
-	return errors.As(err, &ke) && ke.Code == kura.EUnavailable && ke.Message == msgStorageFailing
+	return errors.Is(err, kura.ErrStorage) || kura.IsCode(err, kura.EStorageFull)
 }
 
 // lowOnSpace reports whether the filesystem holding the database has less

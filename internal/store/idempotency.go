@@ -12,7 +12,7 @@ import (
 // concurrent request first: the caller answers with the stored answer.
 var ErrReplay = &kura.Error{Code: kura.EReplay, Message: "this Idempotency-Key was answered already"}
 
-var qInsertIdem = wsql("INSERT INTO idempotency(identity, key, fingerprint, status, body, created_at) VALUES(?,?,?,?,?,?) ON CONFLICT(identity, key) DO NOTHING")
+const qInsertIdem = "INSERT INTO idempotency(identity, key, fingerprint, status, body, created_at) VALUES(?,?,?,?,?,?) ON CONFLICT(identity, key) DO NOTHING"
 
 // KeepAnswer keeps the API's answer to v under the write's Idempotency-Key,
 // when it carries one (kura.KeepAnswer), in the write's own transaction.

@@ -3,147 +3,38 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
-	"github.com/google/uuid"
 	"github.com/kura-memory/kura/internal/kb"
 	"github.com/kura-memory/kura/internal/kura"
 )
 
-var (
-	qKBSpace       = wsql("SELECT sp FROM kb_spaces WHERE kb = ? AND scope = ?")
-	qKBInsertSpace = wsql("INSERT INTO kb_spaces(kb, scope) VALUES(?,?)")
-	qKBAddCount    = wsql("UPDATE kb_spaces SET entries = entries + ? WHERE sp = ?")
-	qKBEntry       = wsql("SELECT eid, id, identifier, keys, value, version, created_at FROM kb_entries WHERE sp = ? AND identifier = ?")
+const (
+	qKBSpace       = "SELECT sp FROM kb_spaces WHERE kb = ? AND scope = ?"
+	qKBInsertSpace = "INSERT INTO kb_spaces(kb, scope) VALUES(?,?)"
+	qKBAddCount    = "UPDATE kb_spaces SET entries = entries + ? WHERE sp = ?"
+	qKBEntry       = "SELECT eid, id, identifier, keys, value, version, created_at FROM kb_entries WHERE sp = ? AND identifier = ?"
 	// The live entries and the last versions of many identifiers at once:
 	// a batch asks once, not once per entry.
-	qKBEntries      = wsql("SELECT eid, id, identifier, keys, value, version, created_at FROM kb_entries WHERE sp = ? AND identifier IN (SELECT value FROM json_each(?))")
-	qKBLastVersions = wsql("SELECT identifier, max(version) FROM kb_history WHERE sp = ? AND identifier IN (SELECT value FROM json_each(?)) GROUP BY identifier")
-	qKBMaxEID       = wsql("SELECT coalesce(max(eid), 0) FROM kb_entries")
-	qKBUpdateEntry  = wsql("UPDATE kb_entries SET keys = ?, value = ?, version = ?, updated_at = ? WHERE eid = ?")
-	qKBDeleteEntry  = wsql("DELETE FROM kb_entries WHERE eid = ?")
-	qKBDeleteTerms  = wsql("DELETE FROM kb_terms WHERE rowid = ?")
-	qKBDeleteFTS    = wsql("DELETE FROM kb_fts WHERE rowid = ?")
-	qKBUpdateTerms  = wsql("UPDATE kb_terms SET terms = ? WHERE rowid = ?")
-	qKBUpdateFTS    = wsql("UPDATE kb_fts SET identifier = ?, keys = ?, value = ? WHERE rowid = ?")
-	qKBScopeEntries = wsql("SELECT id, identifier, version FROM kb_entries WHERE sp = ? ORDER BY eid")
-	qKBClearTerms   = wsql("DELETE FROM kb_terms WHERE rowid BETWEEN ? AND ?")
-	qKBClearFTS     = wsql("DELETE FROM kb_fts WHERE rowid BETWEEN ? AND ?")
-	qKBClearEntries = wsql("DELETE FROM kb_entries WHERE sp = ?")
-	qKBZeroCount    = wsql("UPDATE kb_spaces SET entries = 0, gen = gen + 1 WHERE sp = ?")
-	qKBBumpGen      = wsql("UPDATE kb_spaces SET gen = gen + 1 WHERE sp = ?")
-	qKBClearDF      = wsql("DELETE FROM kb_df WHERE sp = ?")
+	qKBEntries      = "SELECT eid, id, identifier, keys, value, version, created_at FROM kb_entries WHERE sp = ? AND identifier IN (SELECT value FROM json_each(?))"
+	qKBLastVersions = "SELECT identifier, max(version) FROM kb_history WHERE sp = ? AND identifier IN (SELECT value FROM json_each(?)) GROUP BY identifier"
+	qKBMaxEID       = "SELECT coalesce(max(eid), 0) FROM kb_entries"
+	qKBUpdateEntry  = "UPDATE kb_entries SET keys = ?, value = ?, version = ?, updated_at = ? WHERE eid = ?"
+	qKBDeleteEntry  = "DELETE FROM kb_entries WHERE eid = ?"
+	qKBDeleteTerms  = "DELETE FROM kb_terms WHERE rowid = ?"
+	qKBDeleteFTS    = "DELETE FROM kb_fts WHERE rowid = ?"
+	qKBUpdateTerms  = "UPDATE kb_terms SET terms = ? WHERE rowid = ?"
+	qKBUpdateFTS    = "UPDATE kb_fts SET identifier = ?, keys = ?, value = ? WHERE rowid = ?"
+	qKBScopeEntries = "SELECT id, identifier, version FROM kb_entries WHERE sp = ? ORDER BY eid"
+	qKBClearTerms   = "DELETE FROM kb_terms WHERE rowid BETWEEN ? AND ?"
+	qKBClearFTS     = "DELETE FROM kb_fts WHERE rowid BETWEEN ? AND ?"
+	qKBClearEntries = "DELETE FROM kb_entries WHERE sp = ?"
+	qKBZeroCount    = "UPDATE kb_spaces SET entries = 0, gen = gen + 1 WHERE sp = ?"
+	qKBBumpGen      = "UPDATE kb_spaces SET gen = gen + 1 WHERE sp = ?"
+	qKBClearDF      = "DELETE FROM kb_df WHERE sp = ?"
 )
-
-// Term kinds of kb_df.
-const (
-	dfWord = 0
-	dfKey  = 1
-)
-
-// dfDelta accumulates changes to the document frequencies of a job and
-// writes them in one multi-row upsert.
-type dfDelta map[dfTerm]int
-
-type dfTerm struct {
-	sp   int64
-	kind int
-	term string
-}
-
-func (d dfDelta) add(sp int64, kind int, terms []string, by int) {
-	for _, t := range terms {
-		d[dfTerm{sp, kind, t}] += by
-	}
-}
-
-// rekey records a key set changing from one list to another.
-func (d dfDelta) rekey(sp int64, from, to []string) {
-	fa, fb := kb.FoldKeys(from), kb.FoldKeys(to)
-	for _, k := range fa {
-		if !slices.Contains(fb, k) {
-			d[dfTerm{sp, dfKey, k}]--
-		}
-	}
-	for _, k := range fb {
-		if !slices.Contains(fa, k) {
-			d[dfTerm{sp, dfKey, k}]++
-		}
-	}
-}
-
-// write also moves the generation of every space whose postings changed,
-// even by a net zero (one entry's key moved to another entry).
-func (d dfDelta) write(tx *Tx) error {
-	args := make([]any, 0, 4*len(d))
-	var sps []int64
-	for t, n := range d {
-		if n != 0 {
-			args = append(args, t.sp, t.kind, t.term, n)
-		}
-		if !slices.Contains(sps, t.sp) {
-			sps = append(sps, t.sp)
-		}
-	}
-	for _, sp := range sps {
-		if _, err := tx.Exec(qKBBumpGen, sp); err != nil {
-			return err
-		}
-	}
-	return kbRows["df"].exec(tx, args)
-}
-
-// Multi-row inserts: a batch of 1,000 entries writes some 5,000 entry,
-// index and history rows, and one statement per row would cost the writer
-// more in calls than SQLite spends inserting. Full chunks use a statement
-// prepared at Open; the remainder one prepared for the transaction.
-var kbRows = map[string]*multiRow{
-	"entries": newMultiRow("INSERT INTO kb_entries(eid, sp, id, identifier, keys, value, version, created_at, updated_at) VALUES ", 9, 100),
-	"terms":   newMultiRow("INSERT INTO kb_terms(rowid, terms) VALUES ", 2, 250),
-	"fts":     newMultiRow("INSERT INTO kb_fts(rowid, identifier, keys, value) VALUES ", 4, 100),
-	"history": newMultiRow("INSERT INTO kb_history(sp, identifier, version, op, entry_id, keys, value, at) VALUES ", 8, 100),
-	"df":      newMultiRow("INSERT INTO kb_df(sp, kind, term, n) VALUES ", 4, 250, " ON CONFLICT(sp, kind, term) DO UPDATE SET n = n + excluded.n"),
-}
-
-// multiRow is an INSERT of up to chunk rows of cols values each.
-type multiRow struct {
-	head, tail  string
-	cols, chunk int
-	full        string // the statement for a full chunk
-}
-
-func newMultiRow(head string, cols, chunk int, tail ...string) *multiRow {
-	m := &multiRow{head: head, tail: strings.Join(tail, ""), cols: cols, chunk: chunk}
-	m.full = wsql(m.sql(chunk))
-	return m
-}
-
-func (m *multiRow) sql(rows int) string {
-	row := "(?" + strings.Repeat(",?", m.cols-1) + ")"
-	return m.head + row + strings.Repeat(","+row, rows-1) + m.tail
-}
-
-// exec inserts args, a whole number of rows of m.cols values.
-func (m *multiRow) exec(tx *Tx, args []any) error {
-	per := m.cols * m.chunk
-	for len(args) > 0 {
-		n := min(len(args), per)
-		q := m.full
-		if n < per {
-			q = m.sql(n / m.cols)
-		}
-		if _, err := tx.Exec(q, args[:n]...); err != nil {
-			return err
-		}
-		args = args[n:]
-	}
-	return nil
-}
 
 // kbSpace is a (knowledge base, scope) pair and its key.
 type kbSpace struct {
@@ -227,279 +118,6 @@ func historyRow(args []any, sp int64, identifier string, version int, op, entryI
 		v = *value
 	}
 	return append(args, sp, identifier, version, op, entryID, k, v, at)
-}
-
-// An entry's rows in kb_terms and kb_fts have the rowid sp<<kbSpaceBits |
-// eid (migration 0013): a space is one rowid range, in insertion order.
-const kbSpaceBits = 40
-
-// maxKBEID bounds eids so that they fit beside the space in a rowid.
-const maxKBEID = 1<<kbSpaceBits - 1
-
-func kbRowid(sp, eid int64) int64 { return sp<<kbSpaceBits | eid }
-
-// kbRange is the rowid range of a space's rows.
-func kbRange(sp int64) (lo, hi int64) { return sp << kbSpaceBits, sp<<kbSpaceBits | maxKBEID }
-
-// Token prefixes of kb_terms: a folded identifier word, a folded key.
-const (
-	tokWord = "w"
-	tokKey  = "k"
-)
-
-// kbToken is the kb_terms token of a folded word or key: its UTF-8 bytes
-// in hex behind the prefix of its kind. The tokenizer finds nothing in it
-// to fold or split, so tokens are equal exactly when the terms are.
-func kbToken(kind int, term string) string {
-	p := tokWord
-	if kind == dfKey {
-		p = tokKey
-	}
-	return p + hex.EncodeToString([]byte(term))
-}
-
-// termsColumn is the kb_terms text of an entry: the tokens of its words
-// and of its folded keys.
-func termsColumn(words, keys []string) string {
-	var b strings.Builder
-	b.Grow(3 * (len(words) + len(keys)) * 8)
-	for _, w := range words {
-		b.WriteString(tokWord)
-		b.WriteString(hex.EncodeToString([]byte(w)))
-		b.WriteByte(' ')
-	}
-	for _, k := range keys {
-		b.WriteString(tokKey)
-		b.WriteString(hex.EncodeToString([]byte(k)))
-		b.WriteByte(' ')
-	}
-	return b.String()
-}
-
-// keysText is the keys column of kb_fts: the keys, one a line.
-func keysText(keys []string) string { return strings.Join(keys, "\n") }
-
-// sameKeys reports whether two key lists are one key set once folded
-// (then their index rows, signatures included, are the same).
-func sameKeys(a, b []string) bool {
-	fa, fb := kb.FoldKeys(a), kb.FoldKeys(b)
-	if len(fa) != len(fb) {
-		return false
-	}
-	for _, k := range fa {
-		if !slices.Contains(fb, k) {
-			return false
-		}
-	}
-	return true
-}
-
-// rekey rewrites an entry's strict-index row when its key set changed.
-func (tx *Tx) rekey(sp, eid int64, identifier string, from, to []string) error {
-	if sameKeys(from, to) {
-		return nil
-	}
-	if _, err := tx.Exec(qKBUpdateTerms, termsColumn(kb.Words(identifier), kb.FoldKeys(to)), kbRowid(sp, eid)); err != nil {
-		return err
-	}
-	d := dfDelta{}
-	d.rekey(sp, from, to)
-	return d.write(tx)
-}
-
-// kbPut applies the upserts of one write job in order and writes what they
-// leave behind when it flushes: new entries and their index rows, replaced
-// entries' final rows, every version, in multi-row statements. What a job
-// knows of each identifier lives in state, read for all its identifiers at
-// once, so an identifier given twice in a batch is created then replaced.
-type kbPut struct {
-	tx      *Tx
-	now     string
-	nextEID int64 // eids are handed out here: inserts carry them
-	state   map[kbIdent]*kbState
-	inserts []*kbState
-	updates []*kbState
-	history []any
-	counts  map[int64]int
-}
-
-type kbIdent struct {
-	sp         int64
-	identifier string
-}
-
-// kbState is an identifier of a space as the job sees it.
-type kbState struct {
-	s        kbSpace
-	e        kura.KBEntry
-	eid      int64
-	live     bool
-	last     int      // the identifier's last version when not live (0: never)
-	origKeys []string // the keys stored before this job, for a live entry
-	fresh    bool     // inserted by this job
-	dirty    bool     // a stored entry this job replaced
-}
-
-func (tx *Tx) newKBPut() (*kbPut, error) {
-	p := &kbPut{tx: tx, now: tx.NowString(), state: map[kbIdent]*kbState{}, counts: map[int64]int{}}
-	if err := tx.QueryRow(qKBMaxEID).Scan(&p.nextEID); err != nil {
-		return nil, err
-	}
-	p.nextEID++
-	return p, nil
-}
-
-// eid hands out the next entry position.
-func (p *kbPut) eid() (int64, error) {
-	if p.nextEID > maxKBEID {
-		return 0, kura.Errorf(kura.EInternal, "knowledge-base entry positions are exhausted")
-	}
-	p.nextEID++
-	return p.nextEID - 1, nil
-}
-
-// load reads the state of identifiers of one space.
-func (p *kbPut) load(s kbSpace, identifiers []string) error {
-	var want []string
-	for _, id := range identifiers {
-		k := kbIdent{s.sp, id}
-		if _, ok := p.state[k]; !ok {
-			p.state[k] = &kbState{s: s}
-			want = append(want, id)
-		}
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	rows, err := p.tx.Query(qKBEntries, s.sp, jsonList(want))
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		r, err := scanKBRow(rows, s.scope)
-		if err != nil {
-			rows.Close()
-			return err
-		}
-		st := p.state[kbIdent{s.sp, r.Identifier}]
-		st.e, st.eid, st.live, st.origKeys = r.KBEntry, r.eid, true, r.Keys
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	var gone []string
-	for _, id := range want {
-		if !p.state[kbIdent{s.sp, id}].live {
-			gone = append(gone, id)
-		}
-	}
-	if len(gone) == 0 {
-		return nil
-	}
-	rows, err = p.tx.Query(qKBLastVersions, s.sp, jsonList(gone))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var v int
-		if err := rows.Scan(&id, &v); err != nil {
-			return err
-		}
-		p.state[kbIdent{s.sp, id}].last = v
-	}
-	return rows.Err()
-}
-
-// put upserts one entry whose identifier was loaded; created reports a new
-// entry. A replace keeps the entry's id, eid (its position) and creation
-// time; a new entry takes the version after the identifier's last one, so
-// versions count on across deletes.
-func (p *kbPut) put(s kbSpace, in *kura.KBEntryInput) (kura.KBEntry, bool, error) {
-	st := p.state[kbIdent{s.sp, in.Identifier}]
-	keys := in.Keys
-	if keys == nil {
-		keys = []string{}
-	}
-	created := !st.live
-	if st.live {
-		st.e.Keys, st.e.Value, st.e.Version, st.e.UpdatedAt = keys, in.Value, st.e.Version+1, p.now
-		if !st.fresh && !st.dirty {
-			st.dirty = true
-			p.updates = append(p.updates, st)
-		}
-	} else {
-		eid, err := p.eid()
-		if err != nil {
-			return kura.KBEntry{}, false, err
-		}
-		st.live, st.fresh, st.eid = true, true, eid
-		st.e = kura.KBEntry{ID: uuid.Must(uuid.NewV7()).String(), Scope: s.scope, Identifier: in.Identifier, Keys: keys,
-			Value: in.Value, Version: st.last + 1, CreatedAt: p.now, UpdatedAt: p.now}
-		p.inserts = append(p.inserts, st)
-		p.counts[s.sp]++
-	}
-	p.history = historyRow(p.history, s.sp, st.e.Identifier, st.e.Version, kura.KBOpPut, st.e.ID, st.e.Keys, &st.e.Value, p.now)
-	if err := p.tx.kbChanged(s, st.e.ID); err != nil {
-		return kura.KBEntry{}, false, err
-	}
-	return st.e, created, nil
-}
-
-// flush writes everything the puts left: final rows only, so an entry
-// replaced twice in a batch is written once.
-func (p *kbPut) flush() error {
-	var entries, terms, fts []any
-	df := dfDelta{}
-	for _, st := range p.inserts {
-		e := &st.e
-		ws, ks := kb.Words(e.Identifier), kb.FoldKeys(e.Keys)
-		rowid := kbRowid(st.s.sp, st.eid)
-		entries = append(entries, st.eid, st.s.sp, e.ID, e.Identifier, jsonList(e.Keys), e.Value, e.Version, e.CreatedAt, e.UpdatedAt)
-		terms = append(terms, rowid, termsColumn(ws, ks))
-		fts = append(fts, rowid, e.Identifier, keysText(e.Keys), e.Value)
-		df.add(st.s.sp, dfWord, ws, 1)
-		df.add(st.s.sp, dfKey, ks, 1)
-	}
-	if err := kbRows["entries"].exec(p.tx, entries); err != nil {
-		return err
-	}
-	for _, st := range p.updates {
-		e := &st.e
-		rowid := kbRowid(st.s.sp, st.eid)
-		if _, err := p.tx.Exec(qKBUpdateEntry, jsonList(e.Keys), e.Value, e.Version, e.UpdatedAt, st.eid); err != nil {
-			return err
-		}
-		if _, err := p.tx.Exec(qKBUpdateFTS, e.Identifier, keysText(e.Keys), e.Value, rowid); err != nil {
-			return err
-		}
-		if sameKeys(st.origKeys, e.Keys) {
-			continue
-		}
-		if _, err := p.tx.Exec(qKBUpdateTerms, termsColumn(kb.Words(e.Identifier), kb.FoldKeys(e.Keys)), rowid); err != nil {
-			return err
-		}
-		df.rekey(st.s.sp, st.origKeys, e.Keys)
-	}
-	if err := df.write(p.tx); err != nil {
-		return err
-	}
-	for _, r := range []struct {
-		table string
-		args  []any
-	}{{"terms", terms}, {"fts", fts}, {"history", p.history}} {
-		if err := kbRows[r.table].exec(p.tx, r.args); err != nil {
-			return err
-		}
-	}
-	for sp, n := range p.counts {
-		if _, err := p.tx.Exec(qKBAddCount, n, sp); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // PutKBEntry upserts one entry of knowledge base name; created is true for

@@ -599,7 +599,7 @@ func TestKB_Lookup(t *testing.T) {
 	for _, in := range kbtest.Entries {
 		mustKB(t, db, "knowledge", in)
 	}
-	var ref kb.Ledger
+	var ref kb.Space
 	for _, in := range kbtest.Entries {
 		ref.Insert(in.Identifier, in.Keys, in.Value)
 	}
@@ -932,7 +932,7 @@ func mustJSON(tb testing.TB, v any) string {
 func TestKB_StrictQueriesStayExact(t *testing.T) {
 	t.Parallel()
 	db := MustOpenStore(t)
-	var ref kb.Ledger
+	var ref kb.Space
 	for _, in := range []kura.KBEntryInput{
 		{Identifier: "x² units", Keys: []string{"Ⅻ"}},
 		{Identifier: "İstanbul office", Keys: []string{"İ"}},

@@ -214,7 +214,7 @@ func (db *DB) loadPostingsLater(keys []postingKey) {
 // loadPostings reads postings in one snapshot, at the generation that
 // snapshot sees, and keeps them. A failure only means no copy.
 func (db *DB) loadPostings(keys []postingKey) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(db.bg, 30*time.Second)
 	defer cancel()
 	tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

@@ -31,12 +31,6 @@ func readKBSpaceGen(ctx context.Context, q queryer, name, scope string) (sp int6
 	return sp, entries, gen, err == nil, err
 }
 
-// queryer is a read pool or a read transaction.
-type queryer interface {
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-}
-
 // stmtCache keeps the prepared statements of knowledge-base reads by SQL
 // text. A query's text depends only on its shape (how many words and keys
 // of which kind), so a handful of statements serve every query, and

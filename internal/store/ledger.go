@@ -33,12 +33,12 @@ func (db *DB) CreateLedger(ctx context.Context, in *kura.LedgerInput, opts ...ku
 	return out, err
 }
 
-var (
-	qLedgerHash         = wsql("SELECT hash FROM ledgers WHERE id = ?")
-	qRecordSeal         = wsql("SELECT seal FROM records WHERE id = ?")
-	qInsertLedger       = wsql("INSERT INTO ledgers(id, hash, root_hash, label, record_count, created_at, signature) VALUES(?,?,?,?,?,?,?)")
-	qInsertParent       = wsql("INSERT INTO ledger_parents(ledger_id, pos, parent_id) VALUES(?,?,?)")
-	qInsertLedgerRecord = wsql("INSERT INTO ledger_records(ledger_id, pos, record_id, leaf) VALUES(?,?,?,?)")
+const (
+	qLedgerHash         = "SELECT hash FROM ledgers WHERE id = ?"
+	qRecordSeal         = "SELECT seal FROM records WHERE id = ?"
+	qInsertLedger       = "INSERT INTO ledgers(id, hash, root_hash, label, record_count, created_at, signature) VALUES(?,?,?,?,?,?,?)"
+	qInsertParent       = "INSERT INTO ledger_parents(ledger_id, pos, parent_id) VALUES(?,?,?)"
+	qInsertLedgerRecord = "INSERT INTO ledger_records(ledger_id, pos, record_id, leaf) VALUES(?,?,?,?)"
 )
 
 // InsertLedger writes a ledger in tx: it looks up every record seal and

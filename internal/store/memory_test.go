@@ -130,14 +130,14 @@ func TestMemory_ReviseIsAtomic(t *testing.T) {
 	mustNode(t, db, "hashi", kura.NodeInput{Kind: "belief", ID: "old", Summary: ptr("v1"), Lifecycle: ptr("active"), Confidence: ptr(0.9)})
 	for _, step := range []string{"node", "relation"} {
 		before := db.LastEventSeq()
-		store.SetReviseFault(func(s string) error {
+		db.SetReviseFault(func(s string) error {
 			if s == step {
 				return errors.New("disk on fire")
 			}
 			return nil
 		})
 		_, err := db.ReviseNode(ctx, "hashi", "belief:old", &kura.NodeInput{ID: "new", Summary: ptr("v2")})
-		store.SetReviseFault(nil)
+		db.SetReviseFault(nil)
 		if err == nil {
 			t.Fatalf("fault after %s: revise succeeded", step)
 		}

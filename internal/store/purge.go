@@ -142,10 +142,10 @@ func (db *DB) purgeInBackground() {
 		db.log.Warn("redacted content may stay in the WAL while a reader holds an old snapshot; retrying the checkpoint in the background")
 		backoff := 100 * time.Millisecond
 		for db.PurgePending() {
-			if !db.pause(context.Background(), backoff) {
+			if !db.pause(db.bg, backoff) {
 				return
 			}
-			if db.truncateForPurge(context.Background(), db.purge.wanted.Load()) {
+			if db.truncateForPurge(db.bg, db.purge.wanted.Load()) {
 				db.log.Info("redacted content purged from the database files", "after", time.Since(start).Round(time.Millisecond))
 				return
 			}

@@ -110,9 +110,9 @@ func absOver(s string) bool {
 
 const recordCols = "id, hash, content_hash, seal, type, content, author_id, metadata, created_at, redacted"
 
-var (
-	qInsertRecord = wsql("INSERT INTO records(" + recordCols + ") VALUES(?,?,?,?,?,?,?,?,?,0) ON CONFLICT(hash) DO NOTHING")
-	qRecordByHash = wsql("SELECT " + recordCols + " FROM records WHERE hash = ?")
+const (
+	qInsertRecord = "INSERT INTO records(" + recordCols + ") VALUES(?,?,?,?,?,?,?,?,?,0) ON CONFLICT(hash) DO NOTHING"
+	qRecordByHash = "SELECT " + recordCols + " FROM records WHERE hash = ?"
 )
 
 // InsertRecord writes p in tx, or returns the existing record with the same

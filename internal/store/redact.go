@@ -8,15 +8,15 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
-var (
-	qRedactionByRecord = wsql("SELECT record_id, by_id, reason, at, event_seq FROM redactions WHERE record_id = ?")
-	qRedactRecord      = wsql("UPDATE records SET content = NULL, redacted = 1 WHERE id = ?")
-	qInsertRedaction   = wsql("INSERT INTO redactions(record_id, by_id, reason, at, event_seq) VALUES(?,?,?,?,?)")
+const (
+	qRedactionByRecord = "SELECT record_id, by_id, reason, at, event_seq FROM redactions WHERE record_id = ?"
+	qRedactRecord      = "UPDATE records SET content = NULL, redacted = 1 WHERE id = ?"
+	qInsertRedaction   = "INSERT INTO redactions(record_id, by_id, reason, at, event_seq) VALUES(?,?,?,?,?)"
 	// Stored idempotent answers are response bodies: an answer that names
 	// the record (a create, a batch, a deduplicated write) may hold its
 	// content, so it goes. A retry of that write is then applied afresh,
 	// and a record write finds the redacted record by its hash.
-	qPurgeIdemRecord = wsql("DELETE FROM idempotency WHERE instr(CAST(body AS TEXT), ?) > 0")
+	qPurgeIdemRecord = "DELETE FROM idempotency WHERE instr(CAST(body AS TEXT), ?) > 0"
 )
 
 // RedactRecord drops the content of record id for good: records.content

@@ -198,12 +198,12 @@ func TestStore_RedactionAbandonsRunningBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close(ctx) })
-	t.Cleanup(func() { store.SetBackupHook(nil) })
+	t.Cleanup(func() { db.SetBackupHook(nil) })
 	for _, stage := range []string{"snapshot", "manifest"} {
 		t.Run(stage, func(t *testing.T) {
 			_, rid, marker := bigLedgerWithSecret(t, db, 8)
 			var res *kura.RedactResult
-			store.SetBackupHook(func(s string) {
+			db.SetBackupHook(func(s string) {
 				if s != stage {
 					return
 				}
@@ -214,7 +214,7 @@ func TestStore_RedactionAbandonsRunningBackups(t *testing.T) {
 			})
 			dir := filepath.Join(t.TempDir(), "b")
 			_, err := db.Backup(ctx, dir)
-			store.SetBackupHook(nil)
+			db.SetBackupHook(nil)
 			if !kura.IsCode(err, kura.EUnavailable) || !strings.Contains(err.Error(), "redacted") {
 				t.Fatalf("backup during a redaction: got %v, want unavailable naming the redaction", err)
 			}

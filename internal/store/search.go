@@ -22,8 +22,8 @@ import (
 
 // qIndexNodeText (re)indexes the nodes a JSON array of nids names, from
 // node_text, replacing what the index held for them.
-var qIndexNodeText = wsql("INSERT OR REPLACE INTO node_fts(rowid, " + strings.ReplaceAll(textCols, "t.", "") + ") SELECT (t.sid << " +
-	strconv.Itoa(nidBits) + ") | t.nid, " + textCols + " FROM json_each(?) j CROSS JOIN node_text t ON t.nid = j.value")
+var qIndexNodeText = "INSERT OR REPLACE INTO node_fts(rowid, " + strings.ReplaceAll(textCols, "t.", "") + ") SELECT (t.sid << " +
+	strconv.Itoa(nidBits) + ") | t.nid, " + textCols + " FROM json_each(?) j CROSS JOIN node_text t ON t.nid = j.value"
 
 // indexNodeText indexes the nodes whose searchable text a batch wrote, in
 // one statement just before the batch commits. One statement per batch,
@@ -228,7 +228,7 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 // match it, from the index, in the compile's snapshot: every matching
 // node's score and reasons, by ref. nil for a query without words
 // (nothing is scored).
-func compileRanking(ctx context.Context, q searchQueryer, scope, query string) (admission.Ranking, error) {
+func compileRanking(ctx context.Context, q queryer, scope, query string) (admission.Ranking, error) {
 	words := queryWords(query)
 	if len(words) == 0 {
 		return nil, nil

@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"strconv"
@@ -99,12 +98,6 @@ func scopeRows(sid int64) (lo, hi int64) {
 	return sid << nidBits, sid<<nidBits | (1<<nidBits - 1)
 }
 
-// searchQueryer is a read transaction or the read pool.
-type searchQueryer interface {
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-}
-
 // hit is a ranked node: its key and its score (-bm25: higher is better).
 type hit struct {
 	nid   int64
@@ -149,7 +142,7 @@ func queryWords(q string) []string {
 // wordCounts counts, for each word, the nodes of scope sid that hold it,
 // stopping at commonWord: a count below it is exact, commonWord means
 // "common". A count costs a tenth of a microsecond a node, no scoring.
-func wordCounts(ctx context.Context, q searchQueryer, sid int64, words []string) ([]int, error) {
+func wordCounts(ctx context.Context, q queryer, sid int64, words []string) ([]int, error) {
 	if len(words) == 0 {
 		return nil, nil
 	}
@@ -181,7 +174,7 @@ func wordCounts(ctx context.Context, q searchQueryer, sid int64, words []string)
 // to the older node (lower nid), at most limit of them. counts are
 // wordCounts of words. Its cost is bounded as the comment above says. It is
 // the lexical ranking every search path shares.
-func lexicalSearch(ctx context.Context, q searchQueryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
+func lexicalSearch(ctx context.Context, q queryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
 	total, common := 0, false
 	for _, c := range counts {
 		total += c
@@ -198,7 +191,7 @@ func lexicalSearch(ctx context.Context, q searchQueryer, sid int64, words []stri
 
 // rankAll scores every node of scope sid holding any of words: the exact
 // ranking, at most limit nodes (all of them for limit < 0).
-func rankAll(ctx context.Context, q searchQueryer, sid int64, words []string, f nodeFilter, limit int) ([]hit, error) {
+func rankAll(ctx context.Context, q queryer, sid int64, words []string, f nodeFilter, limit int) ([]hit, error) {
 	lo, hi := scopeRows(sid)
 	var sqlq string
 	if f.where == "" {
@@ -217,7 +210,7 @@ var nidMask = strconv.FormatInt(1<<nidBits-1, 10)
 
 // rankPruned ranks a query holding common words or matching more than
 // rankBudget nodes, as the comment above says.
-func rankPruned(ctx context.Context, q searchQueryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
+func rankPruned(ctx context.Context, q queryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
 	order := make([]int, len(words))
 	for i := range order {
 		order[i] = i
@@ -299,7 +292,7 @@ func rankPruned(ctx context.Context, q searchQueryer, sid int64, words []string,
 }
 
 // scanHits runs a ranking query whose rows are (rowid, bm25).
-func scanHits(ctx context.Context, q searchQueryer, sqlq string, args ...any) ([]hit, error) {
+func scanHits(ctx context.Context, q queryer, sqlq string, args ...any) ([]hit, error) {
 	rows, err := q.QueryContext(ctx, sqlq, args...)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)

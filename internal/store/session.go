@@ -14,7 +14,7 @@ import (
 	"github.com/kura-memory/kura/kurahash"
 )
 
-const sessionCols = "s.id, s.project, s.name, s.scope, s.head_ledger_id, l.hash, s.created_at, s.updated_at, (SELECT t.id FROM turns t WHERE t.session_id = s.id AND t.state = 'open'), s.created_by"
+const sessionCols = "s.id, s.project, s.name, s.scope, s.head_ledger_id, l.hash, s.created_at, s.updated_at, (SELECT t.id FROM turns t WHERE t.session_id = s.id AND t.state = '" + kura.TurnOpen + "'), s.created_by"
 
 const sessionFrom = " FROM sessions s LEFT JOIN ledgers l ON l.id = s.head_ledger_id"
 
@@ -39,7 +39,7 @@ func scanSession(row rowScanner) (*kura.Session, error) {
 	return &s, nil
 }
 
-var qSessionByID = wsql("SELECT " + sessionCols + sessionFrom + " WHERE s.id = ?")
+const qSessionByID = "SELECT " + sessionCols + sessionFrom + " WHERE s.id = ?"
 
 // session reads a session inside a write transaction.
 func (tx *Tx) session(id string) (*kura.Session, error) {
@@ -119,11 +119,11 @@ func (db *DB) CreateSession(ctx context.Context, in *kura.SessionInput, opts ...
 	return out, err
 }
 
-var (
-	qLedgerHashForHead = wsql("SELECT hash FROM ledgers WHERE id = ?")
-	qReflogNext        = wsql("SELECT coalesce(max(seq), 0) + 1 FROM session_reflog WHERE session_id = ?")
-	qInsertReflog      = wsql("INSERT INTO session_reflog(session_id, seq, from_ledger_id, to_ledger_id, head_hash, reason, at, signature) VALUES(?,?,?,?,?,?,?,?)")
-	qSetHead           = wsql("UPDATE sessions SET head_ledger_id = ?, updated_at = ? WHERE id = ?")
+const (
+	qLedgerHashForHead = "SELECT hash FROM ledgers WHERE id = ?"
+	qReflogNext        = "SELECT coalesce(max(seq), 0) + 1 FROM session_reflog WHERE session_id = ?"
+	qInsertReflog      = "INSERT INTO session_reflog(session_id, seq, from_ledger_id, to_ledger_id, head_hash, reason, at, signature) VALUES(?,?,?,?,?,?,?,?)"
+	qSetHead           = "UPDATE sessions SET head_ledger_id = ?, updated_at = ? WHERE id = ?"
 )
 
 // moveHead points a session at ledger to, logs and signs the move and

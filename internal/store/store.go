@@ -1,7 +1,3 @@
-// Package store keeps Kura's state in one SQLite file: embedded migrations,
-// one writer goroutine that groups concurrent writes into one transaction
-// (group commit), a read-only connection pool, and the event log written in
-// the same transaction as every mutation.
 package store
 
 import (
@@ -31,6 +27,8 @@ var migrationFS embed.FS
 
 // Config is how a store is opened.
 type Config struct {
+	// Hooks let tests act between the steps of a write; nil in production.
+	Hooks          Hooks
 	Path           string // database file
 	Synchronous    string // FULL (default) or NORMAL
 	MaxBatch       int    // write jobs per transaction
@@ -72,9 +70,29 @@ type Config struct {
 	EmbedQueryTimeout time.Duration
 }
 
+// Hooks are points where a test may act inside an operation: an explicit
+// input of the store it opens, not a switch every store shares.
+type Hooks struct {
+	// Revise, when set, runs after each step of a revise ("node",
+	// "relation"); an error it returns fails the revise there.
+	Revise func(step string) error
+	// Backup, when set, runs at the stages of a backup ("snapshot":
+	// before the copy starts; "manifest": after it, before the manifest
+	// is written).
+	Backup func(stage string)
+}
+
 // CommitHook receives the events of every committed transaction, in seq
 // order, after the commit. The doorbell publishes from it.
 type CommitHook func(events []kura.Event)
+
+// queryer is what a read needs: the read pool, one of its connections, a
+// read transaction or the writer's transaction. Declared once so every
+// read helper takes any of them.
+type queryer interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
 
 // DB is an open Kura store.
 type DB struct {
@@ -92,6 +110,10 @@ type DB struct {
 	closed bool
 	quit   chan struct{}
 	done   chan struct{}
+	// bg is the context of the store's own background work (postings and
+	// vocabulary loads, sweeps, purge retries); Close cancels it.
+	bg     context.Context
+	stopBg context.CancelFunc
 
 	ckptDone  chan struct{}
 	ckptKick  chan struct{}
@@ -275,7 +297,7 @@ func (db *DB) Open(ctx context.Context) error {
 		return err
 	}
 	db.stmts = map[string]*sql.Stmt{}
-	for _, q := range writeSQL {
+	for _, q := range writeStatements() {
 		st, err := db.wdb.PrepareContext(ctx, q)
 		if err != nil {
 			db.wdb.Close()
@@ -301,6 +323,7 @@ func (db *DB) Open(ctx context.Context) error {
 	cdb.SetMaxOpenConns(1)
 	db.cdb = cdb
 	db.jobs = make(chan *job, 4096)
+	db.bg, db.stopBg = context.WithCancel(context.Background())
 	db.quit = make(chan struct{})
 	db.done = make(chan struct{})
 	db.ckptDone = make(chan struct{})
@@ -428,21 +451,21 @@ func (db *DB) Close(ctx context.Context) error {
 	}
 	db.closed = true
 	db.mu.Unlock()
+	db.stopBg()
 	close(db.quit)
-	db.kbLoads.Wait()
-	db.vocab.wg.Wait()
-	<-db.sweepDone
-	select {
-	case <-db.done:
-	case <-ctx.Done():
-		return fmt.Errorf("close store: writer did not drain: %w", ctx.Err())
+	var errs []error
+	// Everything is released below whether or not the goroutines stopped
+	// in time: a close that gives up waiting still closes the pools (work
+	// left running then fails on them), and a second Close finds nothing
+	// left to do.
+	drained := waitUntil(ctx, db.kbLoads.Wait, db.vocab.wg.Wait, db.purgeWG.Wait,
+		func() { <-db.sweepDone }, func() { <-db.done }, func() { <-db.ckptDone })
+	if !drained {
+		errs = append(errs, fmt.Errorf("writer did not drain: %w", ctx.Err()))
 	}
-	<-db.ckptDone
-	db.purgeWG.Wait()
 	for _, s := range db.stmts {
 		s.Close()
 	}
-	var errs []error
 	if err := db.cdb.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -451,12 +474,14 @@ func (db *DB) Close(ctx context.Context) error {
 	}
 	// A final checkpoint keeps the WAL small for the next start, and
 	// finishes a purge still pending: every reader is gone now.
-	want := db.purge.wanted.Load()
-	var busy, logFrames, done int
-	if err := db.wdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
-		errs = append(errs, err)
-	} else if busy == 0 {
-		db.markPurged(want)
+	if drained {
+		want := db.purge.wanted.Load()
+		var busy, logFrames, done int
+		if err := db.wdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+			errs = append(errs, err)
+		} else if busy == 0 {
+			db.markPurged(want)
+		}
 	}
 	if db.PurgePending() {
 		db.log.Warn("redacted content may remain in the WAL until the next start, which truncates it")
@@ -468,6 +493,24 @@ func (db *DB) Close(ctx context.Context) error {
 		return fmt.Errorf("close store: %w", err)
 	}
 	return nil
+}
+
+// waitUntil runs every wait and reports whether all returned before ctx
+// ended. A wait still blocked then is left to finish on its own.
+func waitUntil(ctx context.Context, waits ...func()) bool {
+	done := make(chan struct{})
+	go func() {
+		for _, w := range waits {
+			w()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // OnCommit registers a hook called with each committed batch of events.
@@ -543,7 +586,13 @@ func mapErr(err error) error {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return &kura.Error{Code: kura.EUnavailable, Message: "the database is busy; retry"}
 		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
-			return &kura.Error{Code: kura.EUnavailable, Message: msgStorageFailing}
+			return &kura.Error{Code: kura.EUnavailable, Message: msgStorageFailing, Cause: kura.ErrStorage}
+		}
+		// A uniqueness constraint that fires is a write racing another
+		// for the same name: the caller's conflict, not kurad's fault.
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return &kura.Error{Code: kura.EConflict, Message: "a conflicting write holds this name; retry or choose another"}
 		}
 	}
 	return err
@@ -594,7 +643,7 @@ func (db *DB) sweeper() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(db.bg, 30*time.Second)
 		if n, err := db.CloseExpiredTurns(ctx); err != nil {
 			if !kura.IsCode(err, kura.EUnavailable) {
 				db.log.Warn("closing expired turns", "err", err)

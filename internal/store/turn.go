@@ -14,14 +14,6 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
-// Turn limits.
-const (
-	MaxTurnRecords      = 1000
-	MaxDeadlineSeconds  = 7 * 24 * 3600
-	MaxLeaseSeconds     = 24 * 3600
-	DefaultLeaseSeconds = 60
-)
-
 const turnCols = "id, session_id, number, state, context_ledger_id, output_ledger_id, context_bundle_id, epoch, worker, lease_expires_at, dispatch, deadline_at, opened_at, closed_at"
 
 func scanTurn(row rowScanner) (*kura.Turn, error) {
@@ -43,14 +35,14 @@ func scanTurn(row rowScanner) (*kura.Turn, error) {
 	return &t, nil
 }
 
-var (
-	qTurnByID      = wsql("SELECT " + turnCols + " FROM turns WHERE id = ?")
-	qTurnOutput    = wsql("SELECT record_id FROM turn_output WHERE turn_id = ? ORDER BY pos")
-	qInsertOutput  = wsql("INSERT INTO turn_output(turn_id, pos, record_id) VALUES(?,?,?)")
-	qRecordByID    = wsql("SELECT " + recordCols + " FROM records WHERE id = ?")
-	qOutputTypes   = wsql("SELECT r.type, count(*) FROM turn_output o CROSS JOIN records r ON r.id = o.record_id WHERE o.turn_id = ? GROUP BY r.type")
-	qOutputExtract = wsql("SELECT o.record_id, r.type FROM turn_output o CROSS JOIN records r ON r.id = o.record_id WHERE o.turn_id = ? AND r.type IN ('memory.fact', 'memory.decision') ORDER BY o.pos")
-	qDeliverables  = wsql("SELECT lr.record_id FROM ledger_records lr CROSS JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND r.type = 'task.deliverable' ORDER BY lr.pos")
+const (
+	qTurnByID      = "SELECT " + turnCols + " FROM turns WHERE id = ?"
+	qTurnOutput    = "SELECT record_id FROM turn_output WHERE turn_id = ? ORDER BY pos"
+	qInsertOutput  = "INSERT INTO turn_output(turn_id, pos, record_id) VALUES(?,?,?)"
+	qRecordByID    = "SELECT " + recordCols + " FROM records WHERE id = ?"
+	qOutputTypes   = "SELECT r.type, count(*) FROM turn_output o CROSS JOIN records r ON r.id = o.record_id WHERE o.turn_id = ? GROUP BY r.type"
+	qOutputExtract = "SELECT o.record_id, r.type FROM turn_output o CROSS JOIN records r ON r.id = o.record_id WHERE o.turn_id = ? AND r.type IN ('memory.fact', 'memory.decision') ORDER BY o.pos"
+	qDeliverables  = "SELECT lr.record_id FROM ledger_records lr CROSS JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND r.type = 'task.deliverable' ORDER BY lr.pos"
 )
 
 // turn reads a turn and its output so far inside a write transaction.
@@ -203,66 +195,6 @@ func (db *DB) loadOutputs(ctx context.Context, turns []kura.Turn) error {
 	return mapErr(rows.Err())
 }
 
-// preparedRef is a record of a turn request: new (prepared) or existing.
-type preparedRef struct {
-	rec *PreparedRecord
-	id  string
-}
-
-func (db *DB) prepareRefs(refs []kura.RecordRef, field, project string) ([]preparedRef, error) {
-	out := make([]preparedRef, len(refs))
-	for i := range refs {
-		f := fmt.Sprintf("%s[%d].", field, i)
-		if refs[i].RecordID != "" {
-			if refs[i].Type != "" || len(refs[i].Content) > 0 || refs[i].AuthorID != "" || refs[i].Metadata != nil {
-				return nil, kura.Invalid(f+"record_id", "give either record_id or a new record (type, content, author_id), not both")
-			}
-			if !kura.ValidID(refs[i].RecordID) {
-				return nil, kura.Invalid(f+"record_id", "%q is not a lowercase UUID", refs[i].RecordID)
-			}
-			out[i].id = refs[i].RecordID
-			continue
-		}
-		p, err := db.PrepareRecord(&refs[i].RecordInput, f)
-		if err != nil {
-			return nil, err
-		}
-		p.Project = project
-		out[i].rec = p
-	}
-	return out, nil
-}
-
-// resolve writes new records and reads existing ones, in order; missing
-// ids are a 400 naming them.
-func (tx *Tx) resolve(refs []preparedRef) ([]kura.Record, error) {
-	out := make([]kura.Record, len(refs))
-	var missing []string
-	for i, r := range refs {
-		if r.rec != nil {
-			rec, err := tx.InsertRecord(r.rec)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = *rec
-			continue
-		}
-		rec, err := scanRecord(tx.QueryRow(qRecordByID, r.id))
-		if kura.IsCode(err, kura.ENotFound) {
-			missing = append(missing, r.id)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[i] = *rec
-	}
-	if len(missing) > 0 {
-		return nil, kura.Errorf(kura.EInvalid, "%d record(s) do not exist", len(missing)).WithDetail("missing", missing)
-	}
-	return out, nil
-}
-
 // outputTypes counts the record types of a turn's output so far, in one
 // query, however long the output has grown.
 func (tx *Tx) outputTypes(turnID string) (map[string]int, error) {
@@ -291,28 +223,10 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 	if !kura.ValidID(sessionID) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", sessionID)
 	}
-	if in.Instruction == nil {
-		return nil, kura.Invalid("instruction", "instruction is required (a task.instruction record)")
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
-	if in.Instruction.Type == "" {
-		in.Instruction.Type = "task.instruction"
-	}
-	if in.Instruction.Type != "task.instruction" {
-		return nil, kura.Invalid("instruction.type", "the instruction is a task.instruction record, not %q", in.Instruction.Type)
-	}
-	if in.Dispatch != "" && !kura.ValidSlug(in.Dispatch) {
-		return nil, kura.Invalid("dispatch", "dispatch must be a slug (the target in oclaw.v1.{project}.cmd.{target}.dispatch)")
-	}
-	if in.DeadlineSeconds < 0 || in.DeadlineSeconds > MaxDeadlineSeconds {
-		return nil, kura.Invalid("deadline_seconds", "deadline_seconds must be 1..%d", MaxDeadlineSeconds)
-	}
-	if len(in.Context) > MaxTurnRecords {
-		return nil, kura.Invalid("context", "at most %d context records", MaxTurnRecords)
-	}
-	deadline := defaultDeadline
-	if in.DeadlineSeconds > 0 {
-		deadline = time.Duration(in.DeadlineSeconds) * time.Second
-	}
+	deadline := in.Deadline(defaultDeadline)
 	instr, err := db.PrepareRecord(in.Instruction, "instruction.")
 	if err != nil {
 		return nil, err
@@ -494,7 +408,7 @@ func (db *DB) ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim, opts
 	if !kura.ValidAuthorID(in.Worker) {
 		return nil, kura.Invalid("worker", "worker must be an identity like agent:hashi")
 	}
-	lease, err := leaseDuration(in.LeaseSeconds)
+	lease, err := kura.LeaseDuration(in.LeaseSeconds)
 	if err != nil {
 		return nil, err
 	}
@@ -531,7 +445,7 @@ func (db *DB) RenewTurn(ctx context.Context, id string, in *kura.TurnRenew, opts
 	if !kura.ValidID(id) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
 	}
-	lease, err := leaseDuration(in.LeaseSeconds)
+	lease, err := kura.LeaseDuration(in.LeaseSeconds)
 	if err != nil {
 		return nil, err
 	}
@@ -559,16 +473,6 @@ func (db *DB) RenewTurn(ctx context.Context, id string, in *kura.TurnRenew, opts
 	return out, err
 }
 
-func leaseDuration(seconds int) (time.Duration, error) {
-	if seconds == 0 {
-		seconds = DefaultLeaseSeconds
-	}
-	if seconds < 1 || seconds > MaxLeaseSeconds {
-		return 0, kura.Invalid("lease_seconds", "lease_seconds must be 1..%d", MaxLeaseSeconds)
-	}
-	return time.Duration(seconds) * time.Second, nil
-}
-
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -582,11 +486,8 @@ func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend, op
 	if !kura.ValidID(id) {
 		return nil, kura.Invalid("id", "%q is not a lowercase UUID", id)
 	}
-	if len(in.Records) == 0 {
-		return nil, kura.Invalid("records", "records must hold at least one record")
-	}
-	if len(in.Records) > MaxTurnRecords {
-		return nil, kura.Invalid("records", "at most %d records per append", MaxTurnRecords)
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
 	// Project is set inside the transaction, once the session is known.
 	refs, err := db.prepareRefs(in.Records, "records", db.cfg.DefaultProject)
@@ -761,7 +662,7 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string, by kura.Wri
 // It returns how many it closed.
 func (db *DB) CloseExpiredTurns(ctx context.Context) (int, error) {
 	now := kura.FormatTime(db.now())
-	rows, err := db.rdb.QueryContext(ctx, "SELECT id FROM turns WHERE state = 'open' AND deadline_at <= ? ORDER BY deadline_at LIMIT 100", now)
+	rows, err := db.rdb.QueryContext(ctx, "SELECT id FROM turns WHERE state = ? AND deadline_at <= ? ORDER BY deadline_at LIMIT 100", kura.TurnOpen, now)
 	if err != nil {
 		return 0, mapErr(err)
 	}

@@ -89,7 +89,7 @@ func (db *DB) vocabulary(ctx context.Context) *vocabSnap {
 			if !closed {
 				go func() {
 					defer c.wg.Done()
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					ctx, cancel := context.WithTimeout(db.bg, time.Minute)
 					defer cancel()
 					db.loadVocabulary(ctx)
 				}()
@@ -257,7 +257,7 @@ const (
 // found only through those terms follow the others. counts are
 // wordCounts of words. While every word is held and the limit is reached,
 // it costs nothing more than the ranking.
-func (db *DB) rankWithTypos(ctx context.Context, q searchQueryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, []typo, error) {
+func (db *DB) rankWithTypos(ctx context.Context, q queryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, []typo, error) {
 	var held []string
 	var heldCounts []int
 	var absent []string

@@ -78,12 +78,12 @@ func decodeVector(dst []float32, b []byte) ([]float32, error) {
 	return dst, nil
 }
 
-var (
-	qUpsertVector = wsql(`INSERT INTO node_vectors(nid, sid, model, dims, version, text_hash, vec, embedded_at) VALUES(?,?,?,?,?,?,?,?)
+const (
+	qUpsertVector = `INSERT INTO node_vectors(nid, sid, model, dims, version, text_hash, vec, embedded_at) VALUES(?,?,?,?,?,?,?,?)
 		ON CONFLICT(nid) DO UPDATE SET sid = excluded.sid, model = excluded.model, dims = excluded.dims, version = excluded.version,
-		text_hash = excluded.text_hash, vec = excluded.vec, embedded_at = excluded.embedded_at`)
+		text_hash = excluded.text_hash, vec = excluded.vec, embedded_at = excluded.embedded_at`
 	// A new version whose text is unchanged keeps its vector.
-	qTouchVector = wsql("UPDATE node_vectors SET version = ? WHERE nid = ? AND model = ? AND text_hash = ?")
+	qTouchVector = "UPDATE node_vectors SET version = ? WHERE nid = ? AND model = ? AND text_hash = ?"
 )
 
 // embedCandidate is a node that may need a vector, with what is stored
@@ -121,12 +121,6 @@ func scanCandidates(rows *sql.Rows) ([]embedCandidate, error) {
 	return out, rows.Err()
 }
 
-// querier is a read connection or pool.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // withReadConn runs fn on one read connection and then hands the pages it
 // cached back: the embedding worker's looks over every node and an index
 // build read far more than any request does, and their pages would
@@ -148,7 +142,7 @@ func (db *DB) withReadConn(ctx context.Context, fn func(*sql.Conn) error) error 
 // changedNodes returns the nodes named by memory events with after < seq
 // <= upto, as they are now, with their stored vectors. A node written
 // several times comes once.
-func changedNodes(ctx context.Context, q querier, after, upto int64) ([]embedCandidate, error) {
+func changedNodes(ctx context.Context, q queryer, after, upto int64) ([]embedCandidate, error) {
 	rows, err := q.QueryContext(ctx, `WITH ev AS (
 			SELECT DISTINCT project, json_extract(refs, '$.ref') AS ref FROM events
 			WHERE seq > ? AND seq <= ? AND type IN ('memory.node', 'memory.lifecycle'))
@@ -176,7 +170,7 @@ func changedNodes(ctx context.Context, q querier, after, upto int64) ([]embedCan
 
 // staleNodes returns up to limit nodes after nid whose vector is missing,
 // of another model or of an older version, in nid order.
-func staleNodes(ctx context.Context, q querier, model string, after int64, limit int) ([]embedCandidate, error) {
+func staleNodes(ctx context.Context, q queryer, model string, after int64, limit int) ([]embedCandidate, error) {
 	rows, err := q.QueryContext(ctx, "SELECT "+candidateCols+` FROM nodes n LEFT JOIN node_vectors v INDEXED BY node_vectors_state ON v.nid = n.nid
 		WHERE n.nid > ? AND (v.nid IS NULL OR v.model <> ? OR v.version <> n.version) ORDER BY n.nid LIMIT ?`, after, model, limit)
 	if err != nil {
@@ -186,7 +180,7 @@ func staleNodes(ctx context.Context, q querier, model string, after int64, limit
 }
 
 // countStale counts the nodes staleNodes would find.
-func countStale(ctx context.Context, q querier, model string) (int64, error) {
+func countStale(ctx context.Context, q queryer, model string) (int64, error) {
 	var n int64
 	err := q.QueryRowContext(ctx, `SELECT count(*) FROM nodes n LEFT JOIN node_vectors v INDEXED BY node_vectors_state ON v.nid = n.nid
 		WHERE v.nid IS NULL OR v.model <> ? OR v.version <> n.version`, model).Scan(&n)

@@ -41,18 +41,6 @@ func (tx *Tx) Now() time.Time { return tx.now }
 // NowString is Now in kura.TimeFormat.
 func (tx *Tx) NowString() string { return kura.FormatTime(tx.now) }
 
-// writeSQL lists the statements the writer uses, registered by the files
-// that own them; they are prepared once at Open, while the single write
-// connection is free (preparing during a transaction would wait for a second
-// connection that never comes).
-var writeSQL []string
-
-// wsql registers a writer statement and returns it.
-func wsql(q string) string {
-	writeSQL = append(writeSQL, q)
-	return q
-}
-
 // stmt returns the prepared statement for q bound to this transaction.
 // Unregistered statements are prepared on the transaction (uncached).
 func (tx *Tx) stmt(q string) (*sql.Stmt, error) {
@@ -100,11 +88,11 @@ func (tx *Tx) Query(q string, args ...any) (*sql.Rows, error) {
 	return s.QueryContext(tx.ctx, args...)
 }
 
-var (
-	qInsertEvent = wsql("INSERT INTO events(id, type, project, subject, refs, created_at) VALUES(?,?,?,?,?,?)")
-	qSavepoint   = wsql("SAVEPOINT job")
-	qRelease     = wsql("RELEASE job")
-	qRollbackTo  = wsql("ROLLBACK TO job")
+const (
+	qInsertEvent = "INSERT INTO events(id, type, project, subject, refs, created_at) VALUES(?,?,?,?,?,?)"
+	qSavepoint   = "SAVEPOINT job"
+	qRelease     = "RELEASE job"
+	qRollbackTo  = "ROLLBACK TO job"
 )
 
 // AddEvent appends an event row in this transaction. refs holds the ids the

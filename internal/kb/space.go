@@ -6,24 +6,24 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
-// Ledger is a knowledge base held in memory and answered by scanning every
-// entry: the spec's runtime, method for method. It is the reference the
+// Space is one scope of a knowledge base held in memory, answered by
+// scanning every entry: the spec's runtime, method for method. It is the reference the
 // store's indexed answers are checked against, so it stays as plain as the
 // spec's algorithm. Entries keep insertion order; an upsert replaces an
-// entry in place. Ledger does not validate limits (kura.KBEntryInput does)
+// entry in place. Space does not validate limits (kura.KBEntryInput does)
 // and is not safe for concurrent use.
-type Ledger struct {
+type Space struct {
 	entries []kura.KBEntry
 }
 
-func (l *Ledger) index(identifier string) int {
+func (l *Space) index(identifier string) int {
 	return slices.IndexFunc(l.entries, func(e kura.KBEntry) bool { return e.Identifier == identifier })
 }
 
 // Insert upserts by exact (case-sensitive) identifier: an existing entry
 // is replaced where it stands, a new one goes last. It reports whether the
 // entry is new.
-func (l *Ledger) Insert(identifier string, keys []string, value string) bool {
+func (l *Space) Insert(identifier string, keys []string, value string) bool {
 	e := kura.KBEntry{Identifier: identifier, Keys: slices.Clone(keys), Value: value}
 	if e.Keys == nil {
 		e.Keys = []string{}
@@ -37,7 +37,7 @@ func (l *Ledger) Insert(identifier string, keys []string, value string) bool {
 }
 
 // Query returns the entries matching every condition of q, in order.
-func (l *Ledger) Query(q *kura.KBQuery) []kura.KBEntry {
+func (l *Space) Query(q *kura.KBQuery) []kura.KBEntry {
 	out := []kura.KBEntry{}
 	for i := range l.entries {
 		if Match(&l.entries[i], q) {
@@ -50,20 +50,20 @@ func (l *Ledger) Query(q *kura.KBQuery) []kura.KBEntry {
 // FromIdentifier returns the entries whose identifier holds every word of
 // text. A text without words matches every entry: every one of its zero
 // words appears.
-func (l *Ledger) FromIdentifier(text string) []kura.KBEntry {
+func (l *Space) FromIdentifier(text string) []kura.KBEntry {
 	return l.Query(&kura.KBQuery{Identifier: &text})
 }
 
 // FromKey returns the entries with a key equal to key, case-insensitively.
-func (l *Ledger) FromKey(key string) []kura.KBEntry { return l.Query(&kura.KBQuery{Key: &key}) }
+func (l *Space) FromKey(key string) []kura.KBEntry { return l.Query(&kura.KBQuery{Key: &key}) }
 
 // FromAnyKeys returns the entries with at least one of keys (OR).
-func (l *Ledger) FromAnyKeys(keys []string) []kura.KBEntry {
+func (l *Space) FromAnyKeys(keys []string) []kura.KBEntry {
 	return l.Query(&kura.KBQuery{AnyKeys: nonNil(keys)})
 }
 
 // FromExactKeys returns the entries holding every one of keys (AND).
-func (l *Ledger) FromExactKeys(keys []string) []kura.KBEntry {
+func (l *Space) FromExactKeys(keys []string) []kura.KBEntry {
 	return l.Query(&kura.KBQuery{AllKeys: nonNil(keys)})
 }
 
@@ -76,7 +76,7 @@ func nonNil(s []string) []string {
 
 // Update replaces the value of the entry with this exact identifier and
 // reports whether there was one.
-func (l *Ledger) Update(identifier, value string) bool {
+func (l *Space) Update(identifier, value string) bool {
 	i := l.index(identifier)
 	if i >= 0 {
 		l.entries[i].Value = value
@@ -86,7 +86,7 @@ func (l *Ledger) Update(identifier, value string) bool {
 
 // UpdateKeys replaces the keys of the entry with this exact identifier and
 // reports whether there was one.
-func (l *Ledger) UpdateKeys(identifier string, keys []string) bool {
+func (l *Space) UpdateKeys(identifier string, keys []string) bool {
 	i := l.index(identifier)
 	if i >= 0 {
 		l.entries[i].Keys = nonNil(slices.Clone(keys))
@@ -96,7 +96,7 @@ func (l *Ledger) UpdateKeys(identifier string, keys []string) bool {
 
 // Delete removes the entry with this exact identifier, keeping the order
 // of the rest, and reports whether there was one.
-func (l *Ledger) Delete(identifier string) bool {
+func (l *Space) Delete(identifier string) bool {
 	i := l.index(identifier)
 	if i >= 0 {
 		l.entries = slices.Delete(l.entries, i, i+1)
@@ -105,23 +105,23 @@ func (l *Ledger) Delete(identifier string) bool {
 }
 
 // Len is the number of entries.
-func (l *Ledger) Len() int { return len(l.entries) }
+func (l *Space) Len() int { return len(l.entries) }
 
 // IsEmpty reports whether there are no entries.
-func (l *Ledger) IsEmpty() bool { return len(l.entries) == 0 }
+func (l *Space) IsEmpty() bool { return len(l.entries) == 0 }
 
 // Clear removes every entry and returns how many there were.
-func (l *Ledger) Clear() int {
+func (l *Space) Clear() int {
 	n := len(l.entries)
 	l.entries = nil
 	return n
 }
 
 // Entries returns every entry, in order.
-func (l *Ledger) Entries() []kura.KBEntry { return append([]kura.KBEntry{}, l.entries...) }
+func (l *Space) Entries() []kura.KBEntry { return append([]kura.KBEntry{}, l.entries...) }
 
 // Identifiers returns every identifier, in order.
-func (l *Ledger) Identifiers() []string {
+func (l *Space) Identifiers() []string {
 	out := make([]string, len(l.entries))
 	for i := range l.entries {
 		out[i] = l.entries[i].Identifier
@@ -130,7 +130,7 @@ func (l *Ledger) Identifiers() []string {
 }
 
 // Lookup returns what a lookup of q answers (see LookupQueries).
-func (l *Ledger) Lookup(q string) []kura.KBEntry {
+func (l *Space) Lookup(q string) []kura.KBEntry {
 	for _, lq := range LookupQueries("", q) {
 		if found := l.Query(&lq); len(found) > 0 {
 			return found
@@ -139,20 +139,20 @@ func (l *Ledger) Lookup(q string) []kura.KBEntry {
 	return []kura.KBEntry{}
 }
 
-// Base is a named knowledge base: isolated Ledgers, one per scope, as the
+// Base is a named knowledge base: isolated Spaces, one per scope, as the
 // spec's scope(prefix) views are. The zero value is empty and ready.
 type Base struct {
-	scopes map[string]*Ledger
+	scopes map[string]*Space
 }
 
-// Scope returns the Ledger of scope ("" is the default scope), creating it.
-func (b *Base) Scope(scope string) *Ledger {
+// Scope returns the Space of scope ("" is the default scope), creating it.
+func (b *Base) Scope(scope string) *Space {
 	if b.scopes == nil {
-		b.scopes = map[string]*Ledger{}
+		b.scopes = map[string]*Space{}
 	}
 	l := b.scopes[scope]
 	if l == nil {
-		l = &Ledger{}
+		l = &Space{}
 		b.scopes[scope] = l
 	}
 	return l
