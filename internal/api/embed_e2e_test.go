@@ -145,8 +145,15 @@ func TestEmbed_E2E_HybridSearch(t *testing.T) {
 		return slices.Equal(refsOf(ans), []string{"fact:dog"})
 	})
 
-	metrics := c.metricsText()
-	for _, name := range []string{"kura_embed_pending 0", "kura_embed_vectors_total", "kura_embed_errors_total 0", "kura_embed_up 1"} {
+	// The worker counts a batch just after committing its vectors: the
+	// gauges follow the vector the search saw, a moment later.
+	var metrics string
+	want := []string{"kura_embed_pending 0", "kura_embed_vectors_total", "kura_embed_errors_total 0", "kura_embed_up 1"}
+	testwait.Until(10*time.Second, func() bool {
+		metrics = c.metricsText()
+		return !slices.ContainsFunc(want, func(name string) bool { return !strings.Contains(metrics, name) })
+	})
+	for _, name := range want {
 		if !strings.Contains(metrics, name) {
 			t.Errorf("/metrics lacks %q", name)
 		}
