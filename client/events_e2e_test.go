@@ -357,10 +357,18 @@ func TestE2E_StreamEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		opened := time.Now()
 		events, done := stream(cctx, short, client.EventQuery{After: p.LastSeq}, 0)
-		// The stream must stay idle past the client timeout: nothing is
-		// to happen in this window, so there is nothing to poll for.
-		time.Sleep(300 * time.Millisecond)
+		// The stream stays open, idle, for three client timeouts: checked
+		// at every poll, not once at the end.
+		testwait.For(t, 10*time.Second, "three client timeouts with the stream open", func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("the stream ended after %s: %v", time.Since(opened), err)
+			default:
+			}
+			return time.Since(opened) > 300*time.Millisecond
+		})
 		r := putN(t, c, ctx, "", 1)
 		if got := receive(t, events, 1); got[0].Refs["record_id"] != r[0].ID {
 			t.Errorf("got %+v, want the new record's event", got[0])

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -102,6 +103,8 @@ type Server struct {
 
 	closing   chan struct{} // closed by CloseStreams at shutdown
 	closeOnce sync.Once
+	// polling counts the long polls of GET /v1/events waiting for a commit.
+	polling atomic.Int64
 }
 
 // New wires the routes.

@@ -146,6 +146,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		defer t.Stop()
 		deadline = t.C
 	}
+	// From its first wait for a commit until it answers, the poll counts
+	// in kura_events_polls_waiting.
+	waiting := false
+	defer func() {
+		if waiting {
+			s.polling.Add(-1)
+		}
+	}()
 	for {
 		// Take the channel before reading so a commit in between wakes us.
 		changed := s.store.EventsChanged()
@@ -174,6 +182,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			default:
 				continue
 			}
+		}
+		if !waiting {
+			waiting = true
+			s.polling.Add(1)
 		}
 		select {
 		case <-changed:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kura-memory/kura/internal/testwait"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -289,9 +290,10 @@ func TestEvents_LongPoll(t *testing.T) {
 		done <- answer{p, json.NewDecoder(resp.Body).Decode(&p)}
 	}()
 	// The poll must be waiting when the records commit, so that it is their
-	// commit that wakes it; kurad shows no sign of a poll waiting, so give
-	// it time to get there.
-	time.Sleep(100 * time.Millisecond)
+	// commit that wakes it.
+	testwait.For(t, 10*time.Second, "the poll waiting", func() bool {
+		return strings.Contains(c.metricsText(), "kura_events_polls_waiting 1")
+	})
 	ids := c.writeBatches(2, "b")
 	select {
 	case a := <-done:
