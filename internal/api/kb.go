@@ -381,6 +381,25 @@ func (q kbQuery) question() (string, error) {
 	return *text, nil
 }
 
+// kbQuestion reads what a lookup and a search share: scope, q and limit,
+// with the route's own parameters (more, when not nil) read before limit,
+// the order their errors have always been reported in.
+func kbQuestion(q kbQuery, more func() error) (scope, question string, limit int, err error) {
+	if scope, err = q.scope(); err != nil {
+		return
+	}
+	if question, err = q.question(); err != nil {
+		return
+	}
+	if more != nil {
+		if err = more(); err != nil {
+			return
+		}
+	}
+	limit, err = parseLimit(q.v.Get("limit"))
+	return
+}
+
 // handleKBLookup is the model-facing read: plain text a tool bridge hands
 // a model as it is (see kb.FormatLookup), never JSON. Errors keep the
 // JSON error body, so a bridge can tell a refusal from an answer.
@@ -388,31 +407,20 @@ func (s *Server) handleKBLookup(w http.ResponseWriter, r *http.Request) {
 	q := kbQuery{r.URL.Query()}
 	var l kura.KBLookup
 	var err error
-	fail := func(e error) bool {
-		if e != nil {
-			s.writeError(w, r, e)
-			return true
+	mode := func() error {
+		var err error
+		if l.Mode, _, err = q.one("mode"); err == nil && !kura.ValidKBLookupMode(l.Mode) {
+			err = kura.Invalid("mode", "mode must be ranked (the default: strict matches first, then the best-ranked others) or strict")
 		}
-		return false
+		return err
 	}
-	if l.Scope, err = q.scope(); fail(err) {
-		return
-	}
-	if l.Q, err = q.question(); fail(err) {
-		return
-	}
-	if l.Mode, _, err = q.one("mode"); fail(err) {
-		return
-	}
-	if !kura.ValidKBLookupMode(l.Mode) {
-		fail(kura.Invalid("mode", "mode must be ranked (the default: strict matches first, then the best-ranked others) or strict"))
-		return
-	}
-	if l.Limit, err = parseLimit(q.v.Get("limit")); fail(err) {
+	if l.Scope, l.Q, l.Limit, err = kbQuestion(q, mode); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	res, err := s.store.LookupKB(r.Context(), chi.URLParam(r, "kb"), l)
-	if fail(err) {
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	ranked := make([]kura.KBEntry, len(res.Ranked))
@@ -432,27 +440,15 @@ func (s *Server) handleKBLookup(w http.ResponseWriter, r *http.Request) {
 // handleKBSearch ranks a scope's entries for a question in any words:
 // JSON, best first, each entry with its score and what matched.
 func (s *Server) handleKBSearch(w http.ResponseWriter, r *http.Request) {
-	q := kbQuery{r.URL.Query()}
 	var f kura.KBSearch
 	var err error
-	fail := func(e error) bool {
-		if e != nil {
-			s.writeError(w, r, e)
-			return true
-		}
-		return false
-	}
-	if f.Scope, err = q.scope(); fail(err) {
-		return
-	}
-	if f.Q, err = q.question(); fail(err) {
-		return
-	}
-	if f.Limit, err = parseLimit(q.v.Get("limit")); fail(err) {
+	if f.Scope, f.Q, f.Limit, err = kbQuestion(kbQuery{r.URL.Query()}, nil); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	page, err := s.store.SearchKB(r.Context(), chi.URLParam(r, "kb"), f)
-	if fail(err) {
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	s.writeJSON(w, http.StatusOK, page)
