@@ -18,7 +18,7 @@ import (
 // searches its indexes rather than scanning every entry.
 func (db *DB) KBQueryPlans(name string, q kura.KBQuery) ([]string, error) {
 	ctx := context.Background()
-	rtx, err := db.kbRead(ctx)
+	rtx, err := db.readSnapshot(ctx, &db.kbStmts)
 	if err != nil {
 		return nil, err
 	}

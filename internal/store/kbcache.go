@@ -281,7 +281,7 @@ next:
 // of the snapshot's generation: the matches are their intersection, so
 // count and page come without confirming a candidate. ok is false when the
 // copies are not all there yet.
-func cachedQueryKB(ctx context.Context, rtx *kbTx, st *kbStatements, q *kura.KBQuery, limit int) (page *kura.KBPage, ok bool, err error) {
+func cachedQueryKB(ctx context.Context, rtx *snapshot, st *kbStatements, q *kura.KBQuery, limit int) (page *kura.KBPage, ok bool, err error) {
 	ls, ok := rtx.db.cachedPostings(st)
 	if !ok {
 		return nil, false, nil

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/kura-memory/kura/internal/kb"
 	"github.com/kura-memory/kura/internal/kura"
@@ -29,90 +28,6 @@ func readKBSpaceGen(ctx context.Context, q queryer, name, scope string) (sp int6
 		return 0, 0, 0, false, nil
 	}
 	return sp, entries, gen, err == nil, err
-}
-
-// stmtCache keeps the prepared statements of knowledge-base reads by SQL
-// text. A query's text depends only on its shape (how many words and keys
-// of which kind), so a handful of statements serve every query, and
-// preparing one costs as much as running a small query.
-type stmtCache struct {
-	mu sync.Mutex
-	m  map[string]*sql.Stmt
-}
-
-// maxKBStmts bounds the cache: shapes beyond it run unprepared.
-const maxKBStmts = 256
-
-func (c *stmtCache) get(q string) *sql.Stmt {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[q]
-}
-
-// kbTx is one read snapshot of the knowledge-base routes.
-type kbTx struct {
-	db   *DB
-	tx   *sql.Tx
-	miss []string
-}
-
-func (db *DB) kbRead(ctx context.Context) (*kbTx, error) {
-	tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return &kbTx{db: db, tx: tx}, nil
-}
-
-func (r *kbTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if s := r.db.kbStmts.get(q); s != nil {
-		return r.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
-	}
-	r.miss = append(r.miss, q)
-	return r.tx.QueryContext(ctx, q, args...)
-}
-
-func (r *kbTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	if s := r.db.kbStmts.get(q); s != nil {
-		return r.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
-	}
-	r.miss = append(r.miss, q)
-	return r.tx.QueryRowContext(ctx, q, args...)
-}
-
-// end closes the snapshot, then prepares the statements it missed. It
-// prepares only once its own connection is back in the pool: preparing
-// takes a connection, and a reader that held one while waiting for
-// another could wait forever once every reader did.
-func (r *kbTx) end() {
-	r.tx.Rollback()
-	if len(r.miss) == 0 {
-		return
-	}
-	c := &r.db.kbStmts
-	for _, q := range r.miss {
-		c.mu.Lock()
-		_, have := c.m[q]
-		full := len(c.m) >= maxKBStmts
-		c.mu.Unlock()
-		if have || full {
-			continue
-		}
-		s, err := r.db.rdb.PrepareContext(context.Background(), q)
-		if err != nil {
-			continue // it runs unprepared, as it did now
-		}
-		c.mu.Lock()
-		if c.m == nil {
-			c.m = map[string]*sql.Stmt{}
-		}
-		if _, have := c.m[q]; have || len(c.m) >= maxKBStmts {
-			s.Close()
-		} else {
-			c.m[q] = s
-		}
-		c.mu.Unlock()
-	}
 }
 
 const kbEntryCols = "e.eid, e.id, e.identifier, e.keys, e.value, e.version, e.created_at, e.updated_at"
@@ -227,7 +142,7 @@ func (db *DB) QueryKB(ctx context.Context, name string, q kura.KBQuery) (*kura.K
 	if !kura.ValidKBScope(q.Scope) {
 		return nil, kura.Invalid("scope", "scope must be empty (the default scope) or a slug")
 	}
-	rtx, err := db.kbRead(ctx)
+	rtx, err := db.readSnapshot(ctx, &db.kbStmts)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +153,7 @@ func (db *DB) QueryKB(ctx context.Context, name string, q kura.KBQuery) (*kura.K
 
 // kbSizes reads the size of every posting from kb_df: one statement per
 // kind of term, whatever the number of words and keys.
-func kbSizes(ctx context.Context, rtx *kbTx, sp int64, ps []*kbPosting) error {
+func kbSizes(ctx context.Context, rtx *snapshot, sp int64, ps []*kbPosting) error {
 	for kind := range 2 {
 		var terms []string
 		for _, p := range ps {
@@ -318,7 +233,7 @@ const (
 // postings, reads their sizes and builds the statements. done is set (with
 // page) when the answer is known without them: no such space, or a
 // condition nothing meets.
-func prepareKB(ctx context.Context, rtx *kbTx, name string, q *kura.KBQuery, limit int) (st *kbStatements, page *kura.KBPage, done bool, err error) {
+func prepareKB(ctx context.Context, rtx *snapshot, name string, q *kura.KBQuery, limit int) (st *kbStatements, page *kura.KBPage, done bool, err error) {
 	page = &kura.KBPage{Entries: []kura.KBEntry{}}
 	sp, total, gen, ok, err := readKBSpaceGen(ctx, rtx, name, q.Scope)
 	if err != nil || !ok {
@@ -367,7 +282,7 @@ func prepareKB(ctx context.Context, rtx *kbTx, name string, q *kura.KBQuery, lim
 	return st, page, false, nil
 }
 
-func queryKB(ctx context.Context, rtx *kbTx, name string, q *kura.KBQuery) (*kura.KBPage, error) {
+func queryKB(ctx context.Context, rtx *snapshot, name string, q *kura.KBQuery) (*kura.KBPage, error) {
 	limit := q.Limit
 	if limit <= 0 || limit > 1000 {
 		limit = 100
@@ -437,7 +352,7 @@ func queryKB(ctx context.Context, rtx *kbTx, name string, q *kura.KBQuery) (*kur
 
 // exactCount counts the matches of an exact_identifier query whatever the
 // cursor: 1 when the identifier's entry meets every condition.
-func exactCount(ctx context.Context, rtx *kbTx, st *kbStatements, q *kura.KBQuery) (int, error) {
+func exactCount(ctx context.Context, rtx *snapshot, st *kbStatements, q *kura.KBQuery) (int, error) {
 	e, _, err := scanKBEntry(rtx.QueryRowContext(ctx, qKBExactPage, st.sp, *q.ExactIdentifier, 0), q.Scope)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
@@ -461,7 +376,7 @@ func (db *DB) KBStats(ctx context.Context, name, scope string, after int64, limi
 		limit = 100
 	}
 	st := &kura.KBStats{Identifiers: []string{}}
-	rtx, err := db.kbRead(ctx)
+	rtx, err := db.readSnapshot(ctx, &db.kbStmts)
 	if err != nil {
 		return nil, err
 	}
@@ -510,7 +425,7 @@ func (db *DB) KBHistory(ctx context.Context, name, scope, identifier string, aft
 		limit = 100
 	}
 	h := &kura.KBHistory{Identifier: identifier, Versions: []kura.KBVersion{}}
-	rtx, err := db.kbRead(ctx)
+	rtx, err := db.readSnapshot(ctx, &db.kbStmts)
 	if err != nil {
 		return nil, err
 	}

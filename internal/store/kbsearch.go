@@ -92,7 +92,7 @@ type rankHit struct {
 
 // kbRanker ranks the entries of one space in one read snapshot.
 type kbRanker struct {
-	rtx            *kbTx
+	rtx            *snapshot
 	sp             int64
 	lo, hi         int64
 	total          int     // entries in the space
@@ -101,7 +101,7 @@ type kbRanker struct {
 	avgLength      float64 // the words of an entry, on average (see score)
 }
 
-func newKBRanker(rtx *kbTx, sp int64, total int) *kbRanker {
+func newKBRanker(rtx *snapshot, sp int64, total int) *kbRanker {
 	lo, hi := kbRange(sp)
 	r := &kbRanker{rtx: rtx, sp: sp, lo: lo, hi: hi, total: total, budget: kbRankBudget, sample: kbSample}
 	if b := rtx.db.kbRankBounds; b[0] > 0 {
@@ -496,7 +496,7 @@ func (db *DB) SearchKB(ctx context.Context, name string, q kura.KBSearch) (*kura
 		limit = 100
 	}
 	page := &kura.KBSearchPage{Entries: []kura.KBHit{}}
-	rtx, err := db.kbRead(ctx)
+	rtx, err := db.readSnapshot(ctx, &db.kbStmts)
 	if err != nil {
 		return nil, err
 	}
@@ -535,7 +535,7 @@ func (db *DB) LookupKB(ctx context.Context, name string, l kura.KBLookup) (*kura
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	rtx, err := db.kbRead(ctx)
+	rtx, err := db.readSnapshot(ctx, &db.kbStmts)
 	if err != nil {
 		return nil, err
 	}

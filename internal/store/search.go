@@ -158,7 +158,7 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 		f.where += " AND n.confidence >= ?"
 		f.args = append(f.args, *q.MinConfidence)
 	}
-	tx, err := db.searchRead(ctx)
+	tx, err := db.readSnapshot(ctx, &db.searchStmts)
 	if err != nil {
 		return nil, err
 	}

@@ -120,15 +120,15 @@ type DB struct {
 	sweepDone chan struct{}
 
 	stmts      map[string]*sql.Stmt // prepared on wdb; used only by the writer
-	kbStmts    stmtCache            // prepared knowledge-base reads (kb.go)
+	kbStmts    stmtCache            // prepared knowledge-base reads (kbquery.go)
 	kbPostings postingCache         // copies of large postings (kbcache.go)
 	kbLoads    sync.WaitGroup       // background readers of postings
 	// kbRankBounds, when set, replace the ranking's budget and sample
 	// (kbsearch.go) so tests reach its paths with small knowledge bases.
 	kbRankBounds [2]int
-	scopes       scopeCache  // the last read of compiled scopes (context_cache.go)
-	vocab        vocabCache  // the search index's terms, for misspelt words (typo.go)
-	searchStmts  searchStmts // prepared search reads (search_read.go)
+	scopes       scopeCache // the last read of compiled scopes (context_cache.go)
+	vocab        vocabCache // the search index's terms, for misspelt words (typo.go)
+	searchStmts  stmtCache  // prepared search reads (search_read.go)
 	lastSeq      atomic.Int64
 	counts       struct{ records, ledgers, events atomic.Int64 }
 	hookMu       sync.Mutex
@@ -206,7 +206,8 @@ func New(cfg Config) *DB {
 	if cfg.RedactPurgeWait <= 0 {
 		cfg.RedactPurgeWait = defaultRedactPurgeWait
 	}
-	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1), evCh: make(chan struct{})}
+	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1), evCh: make(chan struct{}),
+		kbStmts: stmtCache{max: maxKBStmts}, searchStmts: stmtCache{max: maxSearchStmts}}
 }
 
 // Connection roles: the writer, the read pool and the checkpointer.
