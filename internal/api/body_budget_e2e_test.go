@@ -18,23 +18,7 @@ import (
 // gauge reads one unlabelled sample from /metrics; -1 when it is absent.
 func gauge(t *testing.T, base, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return f
-		}
-	}
-	return -1
+	return gaugeAs(t, base, "", name)
 }
 
 // bodyCall is one POST /v1/records whose body the test feeds.
