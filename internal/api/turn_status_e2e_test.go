@@ -3,33 +3,13 @@ package api_test
 import (
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/kuradtest"
 	"github.com/nats-io/nats.go"
 )
-
-// testClock is a store clock a test moves forward.
-type testClock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.off += d
-	c.mu.Unlock()
-}
 
 // TestEvents_TurnCompleteSaysHowTheTurnEnded: a turn.complete pointer
 // carries the turn's status, complete, failed or timeout, on NATS and in
@@ -37,8 +17,8 @@ func (c *testClock) advance(d time.Duration) {
 // longest project name keeps it under 512 bytes. The timeout is kurad's own
 // close at the deadline, reached by moving the store's clock.
 func TestEvents_TurnCompleteSaysHowTheTurnEnded(t *testing.T) {
-	clk := &testClock{}
-	d := kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) { c.Now = clk.now }})
+	clk := &kuradtest.Clock{}
+	d := kuradtest.StartMain(t, kuradtest.Options{Clock: clk})
 	c := &apiClient{tb: t, base: d.BaseURL()}
 	project := "p" + strings.Repeat("x", 63) // the longest slug
 	nc, err := nats.Connect("nats://" + d.NATSAddr())
@@ -67,7 +47,7 @@ func TestEvents_TurnCompleteSaysHowTheTurnEnded(t *testing.T) {
 		wants = append(wants, want{id, status})
 	}
 	id := open(`{"instruction":{"content":"hurry","author_id":"user:oles"},"deadline_seconds":60}`)
-	clk.advance(61 * time.Second)
+	clk.Advance(61 * time.Second)
 	if _, err := d.Store().CloseExpiredTurns(t.Context()); err != nil {
 		t.Fatal(err)
 	}
