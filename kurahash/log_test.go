@@ -1,0 +1,41 @@
+package kurahash
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"testing"
+)
+
+func TestLogLeafData(t *testing.T) {
+	cases := []struct {
+		name string
+		leaf LogLeaf
+		want string
+	}{
+		{"record", LogLeaf{Seq: 1, ID: "e1", Type: "record.written", Project: "hashi", Subject: "oclaw.v1.hashi.evt.record.written",
+			Refs: map[string]string{"record_id": "r1"}, At: "2026-11-21T09:00:00.120000000Z", Digest: "ab"},
+			`{"at":"2026-11-21T09:00:00.120000000Z","digest":"ab","id":"e1","project":"hashi","refs":{"record_id":"r1"},"seq":1,"subject":"oclaw.v1.hashi.evt.record.written","type":"record.written"}`},
+		{"no refs, html and unicode kept raw", LogLeaf{Seq: 7, Type: "a<b>&", Project: "é", Refs: nil},
+			`{"at":"","digest":"","id":"","project":"é","refs":{},"seq":7,"subject":"","type":"a<b>&"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := LogLeafData(c.leaf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != c.want {
+				t.Fatalf("leaf data\n got %s\nwant %s", got, c.want)
+			}
+			back, err := ParseLogLeaf(got)
+			if err != nil || back.Seq != c.leaf.Seq || back.Type != c.leaf.Type {
+				t.Fatalf("parse back: %+v %v", back, err)
+			}
+			h := LogLeafHash(got)
+			want := sha256.Sum256(append([]byte{0}, got...))
+			if !bytes.Equal(h[:], want[:]) {
+				t.Fatal("leaf hash is not the RFC 6962 leaf hash")
+			}
+		})
+	}
+}
