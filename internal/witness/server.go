@@ -78,3 +78,7 @@ func writeJSON(rw http.ResponseWriter, status int, v any) {
 func writeError(rw http.ResponseWriter, status int, code, msg string) {
 	writeJSON(rw, status, map[string]any{"error": map[string]any{"code": code, "message": msg, "details": map[string]any{}}})
 }
+
+// Handler is the witness's HTTP API, for serving it elsewhere than Run does
+// (tests mount it on their own listener).
+func (w *Witness) Handler() http.Handler { return w.handler() }
