@@ -381,3 +381,26 @@ func TestWitness_CorruptStateRefusesToStart(t *testing.T) {
 		t.Fatal("opened on a corrupt state file: it would forget what it cosigned")
 	}
 }
+
+func readAll(resp *http.Response) string {
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// servedSize is the size the witness at base serves for origin, 0 if none.
+func servedSize(base, origin string) uint64 {
+	resp, err := http.Get(base + "/v1/witness/checkpoint?origin=" + url.QueryEscape(origin))
+	if err != nil {
+		return 0
+	}
+	body := readAll(resp)
+	if resp.StatusCode != http.StatusOK {
+		return 0
+	}
+	var cp tlogfmt.Checkpoint
+	if _, err := cp.Unmarshal([]byte(body)); err != nil {
+		return 0
+	}
+	return cp.Size
+}
