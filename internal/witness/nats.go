@@ -3,6 +3,7 @@ package witness
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -38,6 +39,12 @@ func (w *Witness) watchNATS(ctx context.Context, wakes []chan struct{}) (stop fu
 		nc.Close()
 		return func() {}, fmt.Errorf("subscribe %s: %w", checkpointSubject, err)
 	}
-	_ = ctx
+	// The subscription reaches the server before the first poll, so no
+	// notice between them is lost (a lost one costs a poll interval only).
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := nc.FlushWithContext(fctx); err != nil {
+		w.log.Warn("nats not reached yet; it keeps retrying, polling meanwhile", "nats", w.cfg.NATSURL, "err", err)
+	}
 	return nc.Close, nil
 }
