@@ -69,8 +69,7 @@ func (w *Witness) pollOnce(ctx context.Context, l Log) Outcome {
 	}
 	o.Origin, o.Size = cp.Origin, cp.Size
 
-	w.followMu.Lock()
-	defer w.followMu.Unlock()
+	defer w.lockOrigin(cp.Origin)()
 	old, known := w.checkpoint(cp.Origin)
 	var pins []string
 	if known {

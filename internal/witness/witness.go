@@ -26,6 +26,8 @@ import (
 
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/kura-memory/kura/internal/dirlock"
 )
 
 // Log names one log to follow.
@@ -72,17 +74,19 @@ type Witness struct {
 	vkey     string // its cosignature/v1 verifier key
 	cosigner note.Signer
 
-	ln net.Listener
+	ln   net.Listener
+	lock *dirlock.Lock
 
 	// mu guards states; each logState is replaced whole, never mutated,
 	// so a reader holding one needs no lock.
 	mu     sync.RWMutex
 	states map[string]*logState
 
-	// followMu serialises the judging of checkpoints: two URLs of one
-	// origin (two kurad instances sharing a database) must not cosign
-	// from the same old state at once.
-	followMu sync.Mutex
+	// originMu serialises the judging of one origin's checkpoints: two
+	// URLs of one origin (two kurad instances sharing a database) must not
+	// cosign from the same old state at once. Per origin, so that a slow
+	// log does not hold up the others.
+	originMu map[string]*sync.Mutex
 
 	closeOnce sync.Once
 }
@@ -125,7 +129,7 @@ func New(cfg Config) (*Witness, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
-	return &Witness{cfg: cfg, log: cfg.Logger, http: hc, metrics: newMetrics()}, nil
+	return &Witness{cfg: cfg, log: cfg.Logger, http: hc, metrics: newMetrics(), originMu: map[string]*sync.Mutex{}}, nil
 }
 
 // Open creates the state directory and the key on first start, loads the
@@ -134,6 +138,18 @@ func (w *Witness) Open(ctx context.Context) error {
 	if err := os.MkdirAll(w.cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("open witness: %w", err)
 	}
+	// Two witnesses on one state directory would each cosign from what
+	// they loaded and overwrite the other's newer state with older.
+	lock, err := dirlock.Acquire(w.cfg.StateDir, "kura witness")
+	if err != nil {
+		return fmt.Errorf("open witness: %w", err)
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			lock.Release()
+		}
+	}()
 	skey, vkey, err := loadOrCreateKey(w.cfg.StateDir, w.cfg.Name)
 	if err != nil {
 		return fmt.Errorf("open witness: %w", err)
@@ -154,7 +170,8 @@ func (w *Witness) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open witness: listen: %w", err)
 	}
-	w.cosigner, w.name, w.vkey, w.states, w.ln = cosigner, cosigner.Name(), vkey, states, ln
+	w.cosigner, w.name, w.vkey, w.states, w.ln, w.lock = cosigner, cosigner.Name(), vkey, states, ln, lock
+	opened = true
 	for _, st := range states {
 		w.metrics.setState(st)
 	}
@@ -222,6 +239,9 @@ func (w *Witness) Close() error {
 		if w.ln != nil {
 			w.ln.Close()
 		}
+		if w.lock != nil {
+			w.lock.Release()
+		}
 	})
 	return nil
 }
@@ -241,6 +261,19 @@ func (w *Witness) follow(ctx context.Context, l Log, wake <-chan struct{}) {
 		case <-wake:
 		}
 	}
+}
+
+// lockOrigin takes origin's judging lock and returns its release.
+func (w *Witness) lockOrigin(origin string) func() {
+	w.mu.Lock()
+	m, ok := w.originMu[origin]
+	if !ok {
+		m = &sync.Mutex{}
+		w.originMu[origin] = m
+	}
+	w.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 // checkpoint returns the served checkpoint of origin, if any.
