@@ -311,16 +311,27 @@ func TestWitness_RestartKeepsState(t *testing.T) {
 	cfg := witness.Config{StateDir: dir, Logs: []witness.Log{{URL: fl.srv.URL}}}
 
 	w1, _ := openWitness(t, cfg)
+	var fi os.FileInfo
 	fl.grow("a", 5)
 	if out := w1.Poll(context.Background()); out[0].Action != witness.ActionCosigned {
 		t.Fatalf("first poll: %+v", out)
+	}
+	// A second witness on the same state directory is refused while the
+	// first runs: each would overwrite the other's newer state.
+	twin, err := witness.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := twin.Open(context.Background()); err == nil || !strings.Contains(err.Error(), "in use") {
+		twin.Close()
+		t.Fatalf("second witness on one state dir: %v", err)
 	}
 	api1 := httptest.NewServer(w1.Handler())
 	_, before := get(t, api1.URL+"/v1/witness/checkpoint?origin="+url.QueryEscape(origin))
 	api1.Close()
 	w1.Close()
 
-	fi, err := os.Stat(filepath.Join(dir, "witness.key"))
+	fi, err = os.Stat(filepath.Join(dir, "witness.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,4 +414,22 @@ func servedSize(base, origin string) uint64 {
 		return 0
 	}
 	return cp.Size
+}
+
+// checkLogSigned verifies a checkpoint with the log's key alone.
+func checkLogSigned(t testing.TB, text, vkey string) tlogfmt.Checkpoint {
+	t.Helper()
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := note.Open([]byte(text), note.VerifierList(v))
+	if err != nil {
+		t.Fatalf("checkpoint does not verify with %s: %v\n%s", vkey, err, text)
+	}
+	var cp tlogfmt.Checkpoint
+	if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
+		t.Fatal(err)
+	}
+	return cp
 }
