@@ -134,3 +134,61 @@ func TestWitness_E2E_RollbackOfTheDataDirectory(t *testing.T) {
 		t.Fatalf("/readyz after the rollback: %d %s", resp.StatusCode, body)
 	}
 }
+
+// A real kurad rotates its key: restarted with a new key and the old one as
+// its previous key, it signs checkpoints with both; the witness, which
+// pinned the old key on first contact, pins the new one and keeps following
+// the same origin once kurad signs with the new key alone.
+func TestWitness_E2E_KuradKeyRotation(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kaddr := ln.Addr().String()
+	ln.Close()
+	kbase := "http://" + kaddr
+	dataDir, keyDir := t.TempDir(), t.TempDir()
+	oldKey, newKey := filepath.Join(keyDir, "old.key"), filepath.Join(keyDir, "new.key")
+
+	w, logs := openWitness(t, witness.Config{StateDir: t.TempDir(), Logs: []witness.Log{{URL: kbase}}, Poll: 20 * time.Millisecond})
+	runWitness(t, w)
+	wbase := "http://" + w.Addr()
+	start := func(key, previous string) *kuradtest.Daemon {
+		return kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) {
+			c.DataDir, c.KeyFile, c.PreviousKeyFile, c.HTTPAddr = dataDir, key, previous, kaddr
+		}})
+	}
+	stop := func(d *kuradtest.Daemon) {
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Default)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := kuradLog{t: t, base: kbase}
+	round := func(d *kuradtest.Daemon, tag string) (origin, vkey string) {
+		putRecords(t, client.New(kbase), 2, tag)
+		origin, vkey = k.info()
+		size, _ := k.checkpoint(vkey)
+		testwait.For(t, testwait.Default, tag+": the witness to cosign", func() bool { return servedSize(wbase, origin) >= size })
+		_, body := get(t, wbase+"/v1/witness/checkpoint?origin="+origin)
+		checkCosigned(t, body, []string{vkey}, w.VKey())
+		return origin, vkey
+	}
+
+	d := start(oldKey, "")
+	origin1, vkey1 := round(d, "old key")
+	stop(d)
+	d = start(newKey, oldKey)
+	origin2, vkey2 := round(d, "both keys")
+	stop(d)
+	if origin2 != origin1 || vkey2 == vkey1 {
+		t.Fatalf("rotation: origin %s -> %s, vkey %s -> %s; want the same origin, another key", origin1, origin2, vkey1, vkey2)
+	}
+	d = start(newKey, "")
+	round(d, "new key alone")
+	if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "log key rotated") {
+		t.Fatalf("witness log:\n%s", logs.String())
+	}
+}
