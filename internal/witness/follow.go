@@ -68,6 +68,7 @@ func (w *Witness) pollOnce(ctx context.Context, l Log) Outcome {
 		return w.failed(o, fmt.Errorf("parse checkpoint: root hash of %d bytes, want 32", len(cp.Hash)))
 	}
 	o.Origin, o.Size = cp.Origin, cp.Size
+	w.reached(l.URL)
 
 	defer w.lockOrigin(cp.Origin)()
 	old, known := w.checkpoint(cp.Origin)
@@ -164,8 +165,30 @@ func (w *Witness) store(st *logState) {
 func (w *Witness) failed(o Outcome, err error) Outcome {
 	o.Action, o.Err = ActionError, err
 	w.metrics.pollErrors.WithLabelValues(o.URL).Inc()
-	w.log.Warn("poll failed; trying again on the next poll", "url", o.URL, "err", err)
+	// A log that stays down would write a line every poll: the first
+	// failure is a warning, the rest are counted and logged at debug, and
+	// the recovery says how many there were.
+	w.mu.Lock()
+	w.failures[o.URL]++
+	n := w.failures[o.URL]
+	w.mu.Unlock()
+	if n == 1 {
+		w.log.Warn("poll failed; trying again on every poll", "url", o.URL, "err", err)
+	} else {
+		w.log.Debug("poll failed again", "url", o.URL, "failures", n, "err", err)
+	}
 	return o
+}
+
+// reached notes that a poll of url got an answer it could judge.
+func (w *Witness) reached(url string) {
+	w.mu.Lock()
+	n := w.failures[url]
+	delete(w.failures, url)
+	w.mu.Unlock()
+	if n > 0 {
+		w.log.Info("log reachable again", "url", url, "failed_polls", n)
+	}
 }
 
 func (w *Witness) refuse(o Outcome, known bool, reason string, err error) Outcome {

@@ -87,6 +87,7 @@ type Witness struct {
 	// cosign from the same old state at once. Per origin, so that a slow
 	// log does not hold up the others.
 	originMu map[string]*sync.Mutex
+	failures map[string]int // consecutive failed polls per log URL, under mu
 
 	closeOnce sync.Once
 }
@@ -129,7 +130,7 @@ func New(cfg Config) (*Witness, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
-	return &Witness{cfg: cfg, log: cfg.Logger, http: hc, metrics: newMetrics(), originMu: map[string]*sync.Mutex{}}, nil
+	return &Witness{cfg: cfg, log: cfg.Logger, http: hc, metrics: newMetrics(), originMu: map[string]*sync.Mutex{}, failures: map[string]int{}}, nil
 }
 
 // Open creates the state directory and the key on first start, loads the

@@ -142,6 +142,7 @@ func TestWitness_Follow(t *testing.T) {
 		pin      bool // pin the log's first key with --log URL=VKEY
 		pinOther bool // pin a key the log does not sign with
 		token    string
+		wantLog  string // a line the witness must have logged
 		steps    []step
 	}{
 		{name: "first contact", steps: []step{
@@ -214,7 +215,7 @@ func TestWitness_Follow(t *testing.T) {
 				fl.set(func(fl *fakeLog) { fl.signers = []note.Signer{k.other.signer} })
 			}, witness.ActionCosigned, "", 7},
 		}},
-		{name: "unreachable log", steps: []step{
+		{name: "unreachable log", wantLog: "log reachable again", steps: []step{
 			{"grow", grow("a", 3), witness.ActionCosigned, "", 3},
 			{"down", func(fl *fakeLog, _ *keys) { fl.grow("a", 1); fl.set(func(fl *fakeLog) { fl.down = true }) }, witness.ActionError, "", 3},
 			{"up", func(fl *fakeLog, _ *keys) { fl.set(func(fl *fakeLog) { fl.down = false }) }, witness.ActionCosigned, "", 4},
@@ -292,6 +293,9 @@ func TestWitness_Follow(t *testing.T) {
 						t.Fatalf("step %s: size metric %q, want %d", s.name, m, s.size)
 					}
 				}
+			}
+			if !strings.Contains(logs.String(), tt.wantLog) {
+				t.Fatalf("witness did not log %q:\n%s", tt.wantLog, logs.String())
 			}
 			if refusals == 0 && strings.Contains(logs.String(), "level=ERROR") {
 				t.Fatalf("ERROR logged with no refusal:\n%s", logs.String())
