@@ -191,7 +191,7 @@ func (w *Witness) VKey() string { return w.vkey }
 func (w *Witness) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv := &http.Server{Handler: w.handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: w.handler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(w.ln) }()
 
