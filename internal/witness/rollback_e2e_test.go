@@ -133,6 +133,26 @@ func TestWitness_E2E_RollbackOfTheDataDirectory(t *testing.T) {
 	if body := readAll(resp); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "rollback_detected") {
 		t.Fatalf("/readyz after the rollback: %d %s", resp.StatusCode, body)
 	}
+
+	// Recovery without the newer copy: an admin acknowledges the loss,
+	// kurad moves to a new origin, the witness follows that one from its
+	// first checkpoint and keeps the old origin's as the evidence.
+	resp, err = http.Post(kbase+"/v1/admin/log/acknowledge", "application/json", strings.NewReader(`{"reason":"test: the newer copy is lost"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(resp); resp.StatusCode/100 != 2 {
+		t.Fatalf("acknowledge: %d %s", resp.StatusCode, body)
+	}
+	putRecords(t, client.New(kbase), 2, "after")
+	newOrigin, _ := k.info()
+	if newOrigin == origin {
+		t.Fatalf("origin unchanged after the acknowledgement: %s", origin)
+	}
+	waitCosigned("the witness to cosign the new origin")
+	if got := servedSize(wbase, origin); got != newSize {
+		t.Fatalf("old origin served at %d after the acknowledgement, want %d kept", got, newSize)
+	}
 }
 
 // A real kurad rotates its key: restarted with a new key and the old one as
