@@ -97,6 +97,13 @@ func (w *Witness) pollOnce(ctx context.Context, l Log) Outcome {
 	switch {
 	case !known:
 		w.log.Info("first contact with a log: cosigning its checkpoint as the base", "origin", cp.Origin, "url", l.URL, "size", cp.Size, "vkey", pins[0])
+		if prev := w.originOf(l.URL); prev != "" && prev != cp.Origin {
+			// Legitimate after an acknowledged rollback; otherwise a host
+			// that started a fresh log to shed its history. Either way a
+			// person should know.
+			w.metrics.originChanges.WithLabelValues(l.URL).Inc()
+			w.log.Warn("log moved to a new origin: the old one's last cosigned checkpoint is kept, the new one is trusted from now on", "url", l.URL, "old_origin", prev, "origin", cp.Origin)
+		}
 	case cp.Size < old.Size:
 		return w.refuse(o, known, reasonSmaller, fmt.Errorf("log shows %d leaves, the witness cosigned %d", cp.Size, old.Size))
 	case cp.Size == old.Size:
@@ -149,6 +156,7 @@ func (w *Witness) pollOnce(ctx context.Context, l Log) Outcome {
 		return w.failed(o, err)
 	}
 	w.store(st)
+	w.setOriginOf(l.URL, cp.Origin)
 	w.metrics.cosigned.WithLabelValues(cp.Origin).Inc()
 	w.log.Debug("cosigned", "origin", cp.Origin, "size", cp.Size)
 	o.Action = ActionCosigned
@@ -344,4 +352,19 @@ func (w *Witness) get(ctx context.Context, u string) ([]byte, error) {
 		return nil, fmt.Errorf("get %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b[:min(len(b), 200)])))
 	}
 	return b, nil
+}
+
+// originOf is the origin the log at url showed when last cosigned ("" for
+// none since start; the state files are per origin, not per URL, so a
+// restart forgets it).
+func (w *Witness) originOf(url string) string {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.urlOrigin[url]
+}
+
+func (w *Witness) setOriginOf(url, origin string) {
+	w.mu.Lock()
+	w.urlOrigin[url] = origin
+	w.mu.Unlock()
 }

@@ -16,12 +16,13 @@ const (
 const unknownOrigin = "unknown"
 
 type metrics struct {
-	reg          *prometheus.Registry
-	refused      *prometheus.CounterVec
-	pollErrors   *prometheus.CounterVec
-	cosigned     *prometheus.CounterVec
-	size         *prometheus.GaugeVec
-	lastCosigned *prometheus.GaugeVec
+	reg           *prometheus.Registry
+	refused       *prometheus.CounterVec
+	pollErrors    *prometheus.CounterVec
+	cosigned      *prometheus.CounterVec
+	originChanges *prometheus.CounterVec
+	size          *prometheus.GaugeVec
+	lastCosigned  *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -39,6 +40,10 @@ func newMetrics() *metrics {
 			Name: "kura_witness_cosigned_total",
 			Help: "Checkpoints cosigned, by origin.",
 		}, []string{"origin"}),
+		originChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kura_witness_origin_changes_total",
+			Help: "Times a log URL showed a new origin (after an acknowledged rollback, or a host that started a fresh log), by log URL.",
+		}, []string{"log"}),
 		size: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kura_witness_checkpoint_size",
 			Help: "Tree size of the latest checkpoint cosigned, by origin.",
@@ -48,7 +53,7 @@ func newMetrics() *metrics {
 			Help: "Unix time of the latest cosignature, by origin.",
 		}, []string{"origin"}),
 	}
-	m.reg.MustRegister(m.refused, m.pollErrors, m.cosigned, m.size, m.lastCosigned,
+	m.reg.MustRegister(m.refused, m.pollErrors, m.cosigned, m.originChanges, m.size, m.lastCosigned,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

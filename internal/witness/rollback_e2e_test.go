@@ -153,6 +153,9 @@ func TestWitness_E2E_RollbackOfTheDataDirectory(t *testing.T) {
 	if got := servedSize(wbase, origin); got != newSize {
 		t.Fatalf("old origin served at %d after the acknowledgement, want %d kept", got, newSize)
 	}
+	if m := metric(t, wbase, `kura_witness_origin_changes_total{log="`+kbase+`"} 1`); m == "" {
+		t.Fatal("the move to a new origin was not counted")
+	}
 }
 
 // A real kurad rotates its key: restarted with a new key and the old one as

@@ -86,8 +86,9 @@ type Witness struct {
 	// URLs of one origin (two kurad instances sharing a database) must not
 	// cosign from the same old state at once. Per origin, so that a slow
 	// log does not hold up the others.
-	originMu map[string]*sync.Mutex
-	failures map[string]int // consecutive failed polls per log URL, under mu
+	originMu  map[string]*sync.Mutex
+	failures  map[string]int    // consecutive failed polls per log URL, under mu
+	urlOrigin map[string]string // the origin each log URL showed last, under mu
 
 	closeOnce sync.Once
 }
@@ -130,7 +131,7 @@ func New(cfg Config) (*Witness, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
-	return &Witness{cfg: cfg, log: cfg.Logger, http: hc, metrics: newMetrics(), originMu: map[string]*sync.Mutex{}, failures: map[string]int{}}, nil
+	return &Witness{cfg: cfg, log: cfg.Logger, http: hc, metrics: newMetrics(), originMu: map[string]*sync.Mutex{}, failures: map[string]int{}, urlOrigin: map[string]string{}}, nil
 }
 
 // Open creates the state directory and the key on first start, loads the
