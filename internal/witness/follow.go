@@ -148,7 +148,13 @@ func (w *Witness) pollOnce(ctx context.Context, l Log) Outcome {
 	if err != nil {
 		return w.failed(o, fmt.Errorf("cosign: %w", err))
 	}
-	st := &logState{Origin: cp.Origin, VKeys: pins, Size: cp.Size, Hash: cp.Hash, Checkpoint: string(signed), CosignedAt: time.Now().UTC()}
+	st := &logState{Origin: cp.Origin, VKeys: pins, Size: cp.Size, Hash: cp.Hash, Checkpoint: string(signed), CosignedAt: time.Now().UTC(), URLs: []string{l.URL}}
+	if known {
+		st.URLs = old.URLs
+		if !slices.Contains(st.URLs, l.URL) {
+			st.URLs = append(slices.Clone(st.URLs), l.URL)
+		}
+	}
 	// Durable before served: a cosignature handed out and then forgotten
 	// in a crash would let the log roll back under it.
 	if err := saveState(w.cfg.StateDir, st); err != nil {
@@ -354,9 +360,8 @@ func (w *Witness) get(ctx context.Context, u string) ([]byte, error) {
 	return b, nil
 }
 
-// originOf is the origin the log at url showed when last cosigned ("" for
-// none since start; the state files are per origin, not per URL, so a
-// restart forgets it).
+// originOf is the origin the log at url showed when last cosigned, "" for
+// none.
 func (w *Witness) originOf(url string) string {
 	w.mu.RLock()
 	defer w.mu.RUnlock()

@@ -38,6 +38,9 @@ type logState struct {
 	// line, exactly as served.
 	Checkpoint string    `json:"checkpoint"`
 	CosignedAt time.Time `json:"cosigned_at"`
+	// URLs are the log URLs that showed this origin, so that a restart
+	// still notices a URL moving to a new origin.
+	URLs []string `json:"urls,omitempty"`
 }
 
 func stateFileName(origin string) string {

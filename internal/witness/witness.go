@@ -174,8 +174,16 @@ func (w *Witness) Open(ctx context.Context) error {
 	}
 	w.cosigner, w.name, w.vkey, w.states, w.ln, w.lock = cosigner, cosigner.Name(), vkey, states, ln, lock
 	opened = true
+	// Each URL's origin is the one it showed last, so that a move to a new
+	// origin is noticed across restarts too.
+	latest := map[string]time.Time{}
 	for _, st := range states {
 		w.metrics.setState(st)
+		for _, u := range st.URLs {
+			if st.CosignedAt.After(latest[u]) {
+				latest[u], w.urlOrigin[u] = st.CosignedAt, st.Origin
+			}
+		}
 	}
 	return nil
 }

@@ -368,6 +368,24 @@ func TestWitness_RestartKeepsState(t *testing.T) {
 	if !strings.Contains(body, `"size":7`) || !strings.Contains(body, w1.VKey()) {
 		t.Fatalf("checkpoints: %s", body)
 	}
+
+	// The URL moves to a new origin: noticed although the witness
+	// restarted since it last saw the old one.
+	w2.Close()
+	w3, _ := openWitness(t, cfg)
+	api3 := httptest.NewServer(w3.Handler())
+	t.Cleanup(api3.Close)
+	k2 := newLogKey(t, origin+"-2")
+	fl.set(func(fl *fakeLog) { fl.origin, fl.signers, fl.vkey = origin+"-2", []note.Signer{k2.signer}, k2.vkey })
+	if out := w3.Poll(context.Background()); out[0].Action != witness.ActionCosigned || out[0].Origin != origin+"-2" {
+		t.Fatalf("new origin: %+v", out)
+	}
+	if m := metric(t, api3.URL, `kura_witness_origin_changes_total{log="`+fl.srv.URL+`"} 1`); m == "" {
+		t.Fatal("move to a new origin after a restart not counted")
+	}
+	if got := servedSize(api3.URL, origin); got != 7 {
+		t.Fatalf("old origin served at %d, want 7 kept", got)
+	}
 }
 
 func TestWitness_CorruptStateRefusesToStart(t *testing.T) {
