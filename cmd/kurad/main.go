@@ -4,15 +4,18 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/kura-memory/kura/internal/daemon"
+	"github.com/kura-memory/kura/internal/keys"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -23,6 +26,9 @@ func main() {
 }
 
 func run() int {
+	if len(os.Args) > 1 && os.Args[1] == "keygen" {
+		return keygen(os.Args[2:])
+	}
 	cfg, showVersion, err := daemon.LoadConfig(os.Args[1:], os.Getenv, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -89,4 +95,26 @@ func tuneGC() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(256 << 20)
 	}
+}
+
+// keygen creates the signing key at a path outside the data directory (the
+// systemd credential /etc/kura/kurad.key, say) and prints its public key;
+// an existing key is kept, never replaced, and its public key printed.
+func keygen(args []string) int {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(os.Stderr, "usage: kurad keygen <key file>   (creates it 0600 unless it exists; prints the public key)")
+		return 2
+	}
+	_, statErr := os.Stat(args[0])
+	key, err := keys.LoadOrCreate(args[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kurad keygen: %v\n", err)
+		return 1
+	}
+	what := "created"
+	if statErr == nil {
+		what = "kept the existing key"
+	}
+	fmt.Printf("%s  (%s %s)\n", keys.PublicKeyString(key.Public().(ed25519.PublicKey)), what, args[0])
+	return 0
 }

@@ -339,3 +339,25 @@ func TestKurad_IdempotencySurvivesRestart(t *testing.T) {
 		t.Fatalf("turns after the retry: %d, want 1", len(list.Turns))
 	}
 }
+
+// kurad keygen creates the key a systemd credential will hold, 0600, and
+// never replaces an existing one.
+func TestKurad_Keygen(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "etc", "kurad.key")
+	out, err := exec.Command(kuradBin, "keygen", path).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "ed25519:") || !strings.Contains(string(out), "created") {
+		t.Fatalf("keygen: %v %s", err, out)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", st, err)
+	}
+	again, err := exec.Command(kuradBin, "keygen", path).CombinedOutput()
+	if err != nil || strings.Fields(string(again))[0] != strings.Fields(string(out))[0] || !strings.Contains(string(again), "kept") {
+		t.Fatalf("keygen on an existing key: %v %s (first %s)", err, again, out)
+	}
+	if err := exec.Command(kuradBin, "keygen").Run(); err == nil {
+		t.Error("keygen without a path succeeded")
+	}
+}
