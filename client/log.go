@@ -183,6 +183,9 @@ type Checkpoint struct {
 	Root   tlog.Hash
 	// Text is the note as given, signatures included.
 	Text []byte
+	// Unverified names the signers of the other signature lines (witness
+	// cosignatures), which VerifyCheckpoint did not check.
+	Unverified []string
 }
 
 // Reasons a LogCheckError carries; the witness counts its refusals by the
@@ -277,6 +280,9 @@ func VerifyCheckpoint(text []byte, vkeys ...string) (*Checkpoint, error) {
 	}
 	out := &Checkpoint{Origin: cp.Origin, Size: int64(cp.Size), Text: text}
 	copy(out.Root[:], cp.Hash)
+	for _, s := range n.UnverifiedSigs {
+		out.Unverified = append(out.Unverified, s.Name)
+	}
 	return out, nil
 }
 

@@ -373,7 +373,7 @@ func verifyExport(x *exportContents, pub, expectHeadHash string) *offlineReport 
 }
 
 // verifyOffline runs kura verify --pubkey on an export file ("-": stdin).
-func (c *cli) verifyOffline(file, pubFlag, expectHeadHash string) error {
+func (c *cli) verifyOffline(file, pubFlag, expectHeadHash string, witnessKeys []string) error {
 	pub, err := parsePubKeyFlag(pubFlag)
 	if err != nil {
 		return usagef("%v", err)
