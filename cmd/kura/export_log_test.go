@@ -46,7 +46,10 @@ func newLogFixture(t testing.TB, cosigner note.Signer) *logFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := base64.StdEncoding.DecodeString(vkey[strings.LastIndex(vkey, "+")+1:])
+	raw, err := base64.StdEncoding.DecodeString(strings.SplitN(vkey, "+", 3)[2])
+	if err != nil || len(raw) != 33 {
+		t.Fatalf("verifier key %q: %v", vkey, err)
+	}
 	f := &logFixture{pub: "ed25519:" + hex.EncodeToString(raw[1:]), signer: signer}
 	f.ledgers = []client.Ledger{
 		{ID: "0193a000-0000-7000-8000-00000000000a", Hash: strings.Repeat("a", 64)},
