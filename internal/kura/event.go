@@ -12,6 +12,9 @@ type Event struct {
 	Subject   string            `json:"subject"`
 	Refs      map[string]string `json:"refs"`
 	CreatedAt string            `json:"at"`
+	// Digest is the hash of what the event names, committed to by its
+	// leaf in the log; not part of the pointer payload.
+	Digest string `json:"-"`
 }
 
 // Pointer renders the pointer payload published on NATS and served by the
@@ -49,7 +52,17 @@ const (
 	EventMemoryFeedback  = "memory.feedback"
 	EventContextCompiled = "context.compiled"
 	EventKBChanged       = "kb.changed"
+	// EventLogAcknowledged records an admin's acknowledgement of a
+	// rollback or fork a witness reported (project LogProject).
+	EventLogAcknowledged = "log.acknowledged"
 )
+
+// LogProject is the project of the log's own subjects:
+// oclaw.v1._log.evt.checkpoint and oclaw.v1._log.evt.log.acknowledged.
+const LogProject = "_log"
+
+// CheckpointSubject is where kurad publishes its signed checkpoints.
+const CheckpointSubject = SubjectRoot + "." + LogProject + ".evt.checkpoint"
 
 // EventSubject returns the NATS subject of an event type for a project, e.g.
 // "oclaw.v1.hashi.evt.record.written".
@@ -121,7 +134,7 @@ var EventTypes = []string{
 	"session.created", "session.head",
 	"turn.opened", "turn.claimed", "turn.complete", "dispatch",
 	"memory.node", "memory.relation", "memory.lifecycle", "memory.feedback",
-	"context.compiled", "kb.changed",
+	"context.compiled", "kb.changed", "log.acknowledged",
 }
 
 // ValidEventType reports whether t is one of EventTypes.

@@ -278,7 +278,7 @@ func (tx *Tx) storeBundle(b *admission.Bundle, body []byte) error {
 	if _, err := tx.Exec(qInsertBundle, b.BundleID, b.Scope, b.Digest, b.AsOf, stored, tx.NowString()); err != nil {
 		return err
 	}
-	return tx.AddEvent(kura.EventContextCompiled, b.Scope, map[string]string{"bundle_id": b.BundleID})
+	return tx.AddEvent(kura.EventContextCompiled, b.Scope, map[string]string{"bundle_id": b.BundleID}, b.Digest)
 }
 
 // packThreshold is the body size above which a bundle is kept gzipped.

@@ -33,7 +33,7 @@ func (db *DB) CreateFeedback(ctx context.Context, scope string, in *kura.Feedbac
 		if _, err := tx.Exec(qInsertFeedback, fb.ID, sid, nid, fb.Outcome, fb.Note, fb.AuthorID, fb.CreatedAt); err != nil {
 			return err
 		}
-		if err := tx.AddEvent(kura.EventMemoryFeedback, scope, map[string]string{"ref": in.Ref, "feedback_id": fb.ID}); err != nil {
+		if err := tx.AddEvent(kura.EventMemoryFeedback, scope, map[string]string{"ref": in.Ref, "feedback_id": fb.ID}, objectDigest(fb)); err != nil {
 			return err
 		}
 		return tx.KeepAnswer(true, fb)

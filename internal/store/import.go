@@ -103,7 +103,7 @@ func (db *DB) Import(ctx context.Context, in *kura.ImportInput, opts ...kura.Wri
 			if n, _ := res.RowsAffected(); n == 0 {
 				return kura.Errorf(kura.EConflict, "record %s: a record with the same hash exists under another id", r.ID)
 			}
-			if err := tx.AddEvent(kura.EventRecordWritten, p.Project, map[string]string{"record_id": r.ID}); err != nil {
+			if err := tx.AddEvent(kura.EventRecordWritten, p.Project, map[string]string{"record_id": r.ID}, r.Seal); err != nil {
 				return err
 			}
 			if isSysAuthor(r.AuthorID) {
@@ -348,7 +348,7 @@ func (tx *Tx) importLedger(l *kura.Ledger, f string) (bool, error) {
 			return false, err
 		}
 	}
-	return true, tx.AddEvent(kura.EventLedgerWritten, tx.db.cfg.DefaultProject, map[string]string{"ledger_id": l.ID})
+	return true, tx.AddEvent(kura.EventLedgerWritten, tx.db.cfg.DefaultProject, map[string]string{"ledger_id": l.ID}, l.Hash)
 }
 
 func (tx *Tx) importSession(s *kura.Session) (bool, error) {
@@ -367,7 +367,7 @@ func (tx *Tx) importSession(s *kura.Session) (bool, error) {
 	if _, err := tx.Exec("INSERT INTO sessions(id, project, name, scope, created_at, updated_at) VALUES(?,?,?,?,?,?)", s.ID, s.Project, s.Name, s.Scope, s.CreatedAt, now); err != nil {
 		return false, err
 	}
-	if err := tx.AddEvent(kura.EventSessionCreated, s.Project, map[string]string{"session_id": s.ID}); err != nil {
+	if err := tx.AddEvent(kura.EventSessionCreated, s.Project, map[string]string{"session_id": s.ID}, objectDigest(s)); err != nil {
 		return false, err
 	}
 	if s.HeadLedgerID != nil {

@@ -99,8 +99,8 @@ func (tx *Tx) kbEntry(s kbSpace, identifier string) (*kbRow, error) {
 // kbChanged appends the event of a change to an entry. Like memory and
 // context events it carries its scope as its project, so the feed and the
 // NATS subjects keep one scope's knowledge apart from another's.
-func (tx *Tx) kbChanged(s kbSpace, entryID string) error {
-	return tx.AddEvent(kura.EventKBChanged, kura.KBScopeName(s.scope), map[string]string{"kb": s.kb, "entry_id": entryID})
+func (tx *Tx) kbChanged(s kbSpace, entryID, digest string) error {
+	return tx.AddEvent(kura.EventKBChanged, kura.KBScopeName(s.scope), map[string]string{"kb": s.kb, "entry_id": entryID}, digest)
 }
 
 // kbHistory writes one version row now (the single-entry changes: patch,
@@ -274,7 +274,7 @@ func (db *DB) UpdateKBEntry(ctx context.Context, name string, p *kura.KBPatch, o
 		if err := tx.kbHistory(s, e.Identifier, e.Version, op, e.ID, e.Keys, &e.Value); err != nil {
 			return err
 		}
-		if err := tx.kbChanged(s, e.ID); err != nil {
+		if err := tx.kbChanged(s, e.ID, kbDigest(e.Identifier, e.Version, op, e.ID, e.Keys, &e.Value)); err != nil {
 			return err
 		}
 		return tx.KeepAnswer(false, e)
@@ -331,7 +331,7 @@ func (db *DB) DeleteKBEntry(ctx context.Context, name, scope, identifier string,
 		if err := tx.kbHistory(s, identifier, old.Version+1, kura.KBOpDelete, old.ID, nil, nil); err != nil {
 			return err
 		}
-		if err := tx.kbChanged(s, old.ID); err != nil {
+		if err := tx.kbChanged(s, old.ID, kbDigest(identifier, old.Version+1, kura.KBOpDelete, old.ID, nil, nil)); err != nil {
 			return err
 		}
 		return tx.KeepAnswer(false, kura.KBDeleted{Deleted: 1})
@@ -398,7 +398,7 @@ func (tx *Tx) clearKB(s kbSpace) (int, error) {
 	var history []any
 	for _, g := range all {
 		history = historyRow(history, s.sp, g.identifier, g.version+1, kura.KBOpClear, g.id, nil, nil, tx.NowString())
-		if err := tx.kbChanged(s, g.id); err != nil {
+		if err := tx.kbChanged(s, g.id, kbDigest(g.identifier, g.version+1, kura.KBOpClear, g.id, nil, nil)); err != nil {
 			return 0, err
 		}
 	}

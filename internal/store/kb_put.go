@@ -141,7 +141,7 @@ func (p *kbPut) put(s kbSpace, in *kura.KBEntryInput) (kura.KBEntry, bool, error
 		p.counts[s.sp]++
 	}
 	p.history = historyRow(p.history, s.sp, st.e.Identifier, st.e.Version, kura.KBOpPut, st.e.ID, st.e.Keys, &st.e.Value, p.now)
-	if err := p.tx.kbChanged(s, st.e.ID); err != nil {
+	if err := p.tx.kbChanged(s, st.e.ID, kbDigest(st.e.Identifier, st.e.Version, kura.KBOpPut, st.e.ID, st.e.Keys, &st.e.Value)); err != nil {
 		return kura.KBEntry{}, false, err
 	}
 	return st.e, created, nil

@@ -110,7 +110,7 @@ func (tx *Tx) InsertLedger(in *kura.LedgerInput, project string) (*kura.Ledger, 
 			return nil, err
 		}
 	}
-	if err := tx.AddEvent(kura.EventLedgerWritten, project, map[string]string{"ledger_id": l.ID}); err != nil {
+	if err := tx.AddEvent(kura.EventLedgerWritten, project, map[string]string{"ledger_id": l.ID}, l.Hash); err != nil {
 		return nil, err
 	}
 	return l, nil

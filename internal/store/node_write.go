@@ -106,7 +106,7 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 			return nil, false, err
 		}
 	}
-	if err := tx.AddEvent(event, scope, map[string]string{"ref": n.Ref}); err != nil {
+	if err := tx.AddEvent(event, scope, map[string]string{"ref": n.Ref}, objectDigest(n)); err != nil {
 		return nil, false, err
 	}
 	return &n, old == nil, nil

@@ -135,7 +135,7 @@ func (tx *Tx) InsertRecord(p *PreparedRecord) (*kura.Record, error) {
 		r.Deduplicated = true
 		return r, nil
 	}
-	if err := tx.AddEvent(kura.EventRecordWritten, p.Project, map[string]string{"record_id": id}); err != nil {
+	if err := tx.AddEvent(kura.EventRecordWritten, p.Project, map[string]string{"record_id": id}, seal); err != nil {
 		return nil, err
 	}
 	md := p.Metadata

@@ -69,7 +69,7 @@ func (db *DB) RedactRecord(ctx context.Context, id, by string, in *kura.RedactIn
 		if pid := rec.Meta()["project_id"]; kura.ValidSlug(pid) {
 			project = pid
 		}
-		if err := tx.AddEvent(kura.EventRecordRedacted, project, map[string]string{"record_id": id}); err != nil {
+		if err := tx.AddEvent(kura.EventRecordRedacted, project, map[string]string{"record_id": id}, rec.Seal); err != nil {
 			return err
 		}
 		seq := tx.events[len(tx.events)-1].Seq

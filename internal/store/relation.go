@@ -67,7 +67,7 @@ func (tx *Tx) relate(sid int64, scope string, in *kura.RelationInput) (*kura.Rel
 	if _, err := tx.Exec(qInsertRelation, sid, rel.ID, rel.Kind, ends[0], ends[1], rel.Confidence, jsonList(rel.Reasons), rel.CreatedAt); err != nil {
 		return nil, err
 	}
-	if err := tx.AddEvent(kura.EventMemoryRelation, scope, map[string]string{"relation_id": rel.ID}); err != nil {
+	if err := tx.AddEvent(kura.EventMemoryRelation, scope, map[string]string{"relation_id": rel.ID}, objectDigest(rel)); err != nil {
 		return nil, err
 	}
 	return &rel, nil

@@ -100,7 +100,8 @@ func (db *DB) CreateSession(ctx context.Context, in *kura.SessionInput, opts ...
 			id, in.Project, in.Name, in.Scope, now, now, creator); err != nil {
 			return err
 		}
-		if err := tx.AddEvent(kura.EventSessionCreated, in.Project, map[string]string{"session_id": id}); err != nil {
+		if err := tx.AddEvent(kura.EventSessionCreated, in.Project, map[string]string{"session_id": id},
+			objectDigest(map[string]string{"id": id, "project": in.Project, "name": in.Name, "scope": in.Scope, "created_at": now, "created_by": in.CreatedBy})); err != nil {
 			return err
 		}
 		if in.FromLedgerID != "" {
@@ -152,7 +153,7 @@ func (tx *Tx) moveHead(sessionID, project string, from *string, to, reason strin
 	if _, err := tx.Exec(qSetHead, to, now, sessionID); err != nil {
 		return "", err
 	}
-	return hash, tx.AddEvent(kura.EventSessionHead, project, map[string]string{"session_id": sessionID, "ledger_id": to, "head_hash": hash})
+	return hash, tx.AddEvent(kura.EventSessionHead, project, map[string]string{"session_id": sessionID, "ledger_id": to, "head_hash": hash}, hash)
 }
 
 // MoveHead is the compare-and-swap of a session head: it moves only when

@@ -68,6 +68,12 @@ type Config struct {
 	// EmbedQueryTimeout is how long a search waits for its query's vector
 	// before it answers by words (0: defaultEmbedQueryTimeout).
 	EmbedQueryTimeout time.Duration
+	// LogOff leaves events out of the Merkle log (a benchmark's baseline);
+	// a later open with the log on appends the leaves it missed.
+	LogOff bool
+	// LogOrigin names a new database's log (empty: kura/<random>); an
+	// existing database keeps the origin it has.
+	LogOrigin string
 }
 
 // Hooks are points where a test may act inside an operation: an explicit
@@ -153,6 +159,8 @@ type DB struct {
 	purge   purgeState     // redacted content still in the files (purge.go)
 	purgeWG sync.WaitGroup // the background purge
 	backups backupRuns     // backups running, abandoned by a redaction (backup.go)
+
+	logs logState // the Merkle log's tree (log.go)
 
 	vecs  vectorIndexes // semantic indexes built so far (vecindex.go)
 	embed embedState    // the embedder as the worker and searches saw it (vectors.go)
@@ -293,6 +301,11 @@ func (db *DB) Open(ctx context.Context) error {
 	rdb.SetMaxIdleConns(db.cfg.ReadPool)
 	db.rdb = rdb
 	if err := db.loadCounters(ctx); err != nil {
+		db.wdb.Close()
+		db.rdb.Close()
+		return err
+	}
+	if err := db.openLog(ctx); err != nil {
 		db.wdb.Close()
 		db.rdb.Close()
 		return err

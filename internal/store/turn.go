@@ -316,11 +316,11 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 			id, s.ID, number, kura.TurnOpen, l.ID, bundleID, dispatch, kura.FormatTime(now.Add(deadline)), kura.FormatTime(now)); err != nil {
 			return err
 		}
-		if err := tx.AddEvent(kura.EventTurnOpened, s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "context_ledger_id": l.ID}); err != nil {
+		if err := tx.AddEvent(kura.EventTurnOpened, s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "context_ledger_id": l.ID}, l.Hash); err != nil {
 			return err
 		}
 		if in.Dispatch != "" {
-			if err := tx.AddCommand(s.Project, in.Dispatch, "dispatch", map[string]string{"turn_id": id, "context_ledger_id": l.ID, "target": in.Dispatch}); err != nil {
+			if err := tx.AddCommand(s.Project, in.Dispatch, "dispatch", map[string]string{"turn_id": id, "context_ledger_id": l.ID, "target": in.Dispatch}, l.Hash); err != nil {
 				return err
 			}
 		}
@@ -432,7 +432,7 @@ func (db *DB) ClaimTurn(ctx context.Context, id string, in *kura.TurnClaim, opts
 		if err != nil {
 			return err
 		}
-		if err := tx.AddEvent(kura.EventTurnClaimed, s.Project, map[string]string{"turn_id": id, "session_id": s.ID}); err != nil {
+		if err := tx.AddEvent(kura.EventTurnClaimed, s.Project, map[string]string{"turn_id": id, "session_id": s.ID}, objectDigest(out)); err != nil {
 			return err
 		}
 		return tx.KeepAnswer(false, out)
@@ -645,7 +645,7 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string, by kura.Wri
 	// status tells a subscriber how the turn ended (complete, failed or
 	// timeout) without fetching it: a failure is what a watcher acts on.
 	if err := tx.AddEvent(kura.EventTurnComplete, s.Project, map[string]string{"turn_id": id, "session_id": s.ID, "output_ledger_id": l.ID,
-		"head_hash": headHash, "status": status}); err != nil {
+		"head_hash": headHash, "status": status}, headHash); err != nil {
 		return nil, err
 	}
 	t, err = tx.turn(id)
@@ -678,7 +678,8 @@ func (db *DB) CloseExpiredTurns(ctx context.Context) (int, error) {
 	rows.Close()
 	closed := 0
 	for _, id := range ids {
-		err := db.Update(ctx, func(tx *Tx) error {
+		// A timeout is a write like any other: held with them.
+		err := db.write(ctx, nil, func(tx *Tx) error {
 			t, err := tx.turn(id)
 			if err != nil {
 				return err

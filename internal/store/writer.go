@@ -89,20 +89,25 @@ func (tx *Tx) Query(q string, args ...any) (*sql.Rows, error) {
 }
 
 const (
-	qInsertEvent = "INSERT INTO events(id, type, project, subject, refs, created_at) VALUES(?,?,?,?,?,?)"
+	qInsertEvent = "INSERT INTO events(id, type, project, subject, refs, created_at, digest) VALUES(?,?,?,?,?,?,?)"
 	qSavepoint   = "SAVEPOINT job"
 	qRelease     = "RELEASE job"
 	qRollbackTo  = "ROLLBACK TO job"
 )
 
 // AddEvent appends an event row in this transaction. refs holds the ids the
-// event points at; the payload published later is built from them.
-func (tx *Tx) AddEvent(typ, project string, refs map[string]string) error {
+// event points at; the payload published later is built from them. digest
+// is the hash of what the event names (log.go): the event's leaf in the
+// log commits to it.
+func (tx *Tx) AddEvent(typ, project string, refs map[string]string, digest string) error {
+	return tx.addEvent(typ, project, kura.EventSubject(project, typ), refs, digest)
+}
+
+func (tx *Tx) addEvent(typ, project, subject string, refs map[string]string, digest string) error {
 	b := refsJSON(refs)
 	id := uuid.Must(uuid.NewV7()).String()
 	at := tx.NowString()
-	subject := kura.EventSubject(project, typ)
-	res, err := tx.Exec(qInsertEvent, id, typ, project, subject, string(b), at)
+	res, err := tx.Exec(qInsertEvent, id, typ, project, subject, string(b), at, digest)
 	if err != nil {
 		return err
 	}
@@ -110,7 +115,7 @@ func (tx *Tx) AddEvent(typ, project string, refs map[string]string) error {
 	if err != nil {
 		return err
 	}
-	tx.events = append(tx.events, kura.Event{Seq: seq, ID: id, Type: typ, Project: project, Subject: subject, Refs: refs, CreatedAt: at})
+	tx.events = append(tx.events, kura.Event{Seq: seq, ID: id, Type: typ, Project: project, Subject: subject, Refs: refs, CreatedAt: at, Digest: digest})
 	return nil
 }
 
@@ -139,12 +144,20 @@ func refsJSON(refs map[string]string) []byte {
 // transaction has committed (or fn failed and was rolled back). A nil error
 // means the write is durable.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
-	return db.write(ctx, nil, fn)
+	return db.writeUngated(ctx, nil, fn)
 }
 
 // write is Update for a write its caller answers: opts say where the
-// answer is kept (Tx.KeepAnswer).
+// answer is kept (Tx.KeepAnswer). It is refused while the log is held
+// (RefuseWrites); Update, the store's own bookkeeping, is not.
 func (db *DB) write(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) error) error {
+	if err := db.writeGate(); err != nil {
+		return err
+	}
+	return db.writeUngated(ctx, opts, fn)
+}
+
+func (db *DB) writeUngated(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) error) error {
 	j := &job{ctx: ctx, idem: kura.ApplyWriteOptions(opts).Idempotency, fn: fn, done: make(chan error, 1)}
 	db.mu.RLock()
 	if db.closed || db.jobs == nil {
@@ -325,6 +338,11 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 		db.failAll(batch, start, db.writeErr(fmt.Errorf("search index: %w", err)))
 		return true
 	}
+	if err := db.appendLog(ctx, sqlTx, events); err != nil {
+		sqlTx.Rollback()
+		db.failAll(batch, start, db.writeErr(fmt.Errorf("log: %w", err)))
+		return true
+	}
 	commitStart := time.Now()
 	if err := sqlTx.Commit(); err != nil {
 		db.log.Error("commit failed", "err", err, "jobs", len(batch))
@@ -333,6 +351,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 		return true
 	}
 	end := time.Now()
+	db.logCommitted()
 	db.committed(batch, results, events, BatchStats{Jobs: len(batch), Committed: true,
 		Duration: end.Sub(start), Commit: end.Sub(commitStart)})
 	return true
@@ -413,21 +432,8 @@ func (db *DB) failAll(batch []*job, start time.Time, err error) {
 
 // AddCommand appends a command event (published on
 // oclaw.v1.{project}.cmd.{target}.{action}) in this transaction.
-func (tx *Tx) AddCommand(project, target, action string, refs map[string]string) error {
-	b := refsJSON(refs)
-	id := uuid.Must(uuid.NewV7()).String()
-	at := tx.NowString()
-	subject := kura.CommandSubject(project, target, action)
-	res, err := tx.Exec(qInsertEvent, id, action, project, subject, string(b), at)
-	if err != nil {
-		return err
-	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return err
-	}
-	tx.events = append(tx.events, kura.Event{Seq: seq, ID: id, Type: action, Project: project, Subject: subject, Refs: refs, CreatedAt: at})
-	return nil
+func (tx *Tx) AddCommand(project, target, action string, refs map[string]string, digest string) error {
+	return tx.addEvent(action, project, kura.CommandSubject(project, target, action), refs, digest)
 }
 
 // BatchStats describes one group transaction the writer finished.
