@@ -42,6 +42,7 @@ type Store interface {
 	RedactStore
 	AccessStore
 	IdempotencyStore
+	LogStore
 }
 
 // Bus is what the API needs from the embedded NATS server.
@@ -83,6 +84,8 @@ type Config struct {
 	// MaxInflightBodyWait for room, then gets 503 (bodybudget.go).
 	MaxInflightBodyBytes int64
 	MaxInflightBodyWait  time.Duration
+	// Log signs checkpoints and watches the witnesses; nil: the log is off.
+	Log LogService
 	// MCP builds the handler of POST /mcp (nil: /mcp answers 404).
 	MCP func(MCPOptions) http.Handler
 }

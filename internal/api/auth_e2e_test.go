@@ -217,6 +217,11 @@ var matrix = []matrixCase{
 	{"POST /v1/admin/import", "/v1/admin/import", `{"records":[],"ledgers":[],"sessions":[]}`, "admin", "all"},
 	{"POST /v1/admin/backup", "/v1/admin/backup", `{"path":"{dir}/backup-{n}"}`, "admin", "all"},
 	{"POST /v1/admin/compact-events", "/v1/admin/compact-events", `{"before_seq":1}`, "admin", "all"},
+	{"GET /v1/log/checkpoint", "/v1/log/checkpoint", "", "reader", ""},
+	{"GET /v1/log/consistency", "/v1/log/consistency?old=1", "", "reader", ""},
+	{"GET /v1/log/inclusion", "/v1/log/inclusion?ledger_id={lid}", "", "reader", "404"},
+	{"GET /v1/log/leaves", "/v1/log/leaves?start=0&end=1", "", "reader", ""},
+	{"POST /v1/admin/log/acknowledge", "/v1/admin/log/acknowledge", `{"reason":"r{n}"}`, "admin", "all"},
 	{"POST /mcp", "/mcp", `{"jsonrpc":"2.0","id":{n},"method":"ping"}`, "reader", ""},
 	// Last: it drops the fixture records' content.
 	{"POST /v1/records/{id}/redact", "/v1/records/{rid}/redact", `{"reason":"r{n}"}`, "admin", "404"},

@@ -76,6 +76,15 @@ func (s *Server) readiness(ctx context.Context) (status string, checks map[strin
 			status = "degraded"
 		}
 	}
+	if l := s.cfg.Log; l != nil {
+		// A rolled-back or forked log refuses writes: not ready, so a load
+		// balancer sends no one here and a person looks.
+		st := l.Status().State
+		checks["log"] = st
+		if st == kura.LogRollback || st == kura.LogFork {
+			ok = false
+		}
+	}
 	if d := s.cfg.Doorbell; d != nil {
 		// SQLite is the truth and the outbox keeps every event, so a stalled
 		// doorbell degrades kurad without making it unready for writes.
@@ -115,6 +124,13 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	if e, ok := s.store.(interface{ EmbedderInfo() *kura.EmbedderInfo }); ok {
 		info.Embedder = e.EmbedderInfo()
+	}
+	if l := s.cfg.Log; l != nil {
+		info.LogOrigin, info.LogVKey = s.store.LogOrigin(), l.VerifierKey()
+		st := l.Status()
+		info.Log = &st
+	} else {
+		info.Log = &kura.LogStatus{State: kura.LogOff, Witnesses: []kura.WitnessStatus{}}
 	}
 	s.writeJSON(w, http.StatusOK, info)
 }

@@ -146,6 +146,7 @@ func (s *Server) routes() []route {
 		s.provenanceRoutes(),
 		s.kbRoutes(),
 		s.adminRoutes(),
+		s.logRoutes(),
 	} {
 		all = append(all, nouns...)
 	}

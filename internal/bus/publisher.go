@@ -75,6 +75,16 @@ type Publisher struct {
 	beforePublish func(e *kura.Event) error
 }
 
+// PublishRaw publishes data on subject over the doorbell's connection,
+// outside the outbox: for what is derived from committed state and
+// republished anyway (the log's checkpoints), not for events.
+func (p *Publisher) PublishRaw(subject string, data []byte) error {
+	if p.nc == nil {
+		return errors.New("the doorbell is not connected")
+	}
+	return p.nc.Publish(subject, data)
+}
+
 // NewPublisher returns a doorbell for the embedded server, configured and
 // not yet connected: register its Notify as the store's commit hook, then
 // Open it.

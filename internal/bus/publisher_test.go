@@ -250,7 +250,7 @@ func TestPublisher_NothingForRolledBackWrites(t *testing.T) {
 		wg.Go(func() {
 			if i%2 == 0 {
 				err := d.db.Update(ctx, func(tx *store.Tx) error {
-					if err := tx.AddEvent("record.written", "ghost", map[string]string{"record_id": "never"}); err != nil {
+					if err := tx.AddEvent("record.written", "ghost", map[string]string{"record_id": "never"}, ""); err != nil {
 						return err
 					}
 					return errors.New("changed my mind")

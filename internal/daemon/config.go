@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -56,6 +57,18 @@ type Config struct {
 	// with before a key rotation: ledgers they signed vouch for the sys:
 	// records of an import.
 	RetiredKeys []string
+	// PreviousKeyFile, during a key rotation, is the old signing key: it
+	// signs every checkpoint beside the new one, so witnesses and clients
+	// that pinned the old key learn the new one from a checkpoint both sign.
+	PreviousKeyFile string
+	// Witnesses are the base URLs of the witnesses kurad compares its log
+	// with at start and every WitnessPoll.
+	Witnesses   []string
+	WitnessPoll time.Duration
+	// LogOrigin names a new database's log; LogOff leaves events out of
+	// the log (the benchmark's baseline; not for production).
+	LogOrigin string
+	LogOff    bool
 	// BackupDir is where POST /v1/admin/backup may write; empty:
 	// <data-dir>/backups (BackupPath).
 	BackupDir string
@@ -107,6 +120,7 @@ func DefaultConfig() Config {
 		DefaultProject:  "default",
 		ShutdownTimeout: 15 * time.Second,
 		TurnDeadline:    10 * time.Minute,
+		WitnessPoll:     10 * time.Second,
 		RateLimit:       200,
 		RateBurst:       400,
 		StartupCheck:    "quick",
@@ -229,6 +243,33 @@ func settings() []setting {
 				if k = strings.TrimSpace(k); k != "" {
 					c.RetiredKeys = append(c.RetiredKeys, k)
 				}
+			}
+			return nil
+		}},
+		{"previous-key-file", "KURA_PREVIOUS_KEY_FILE", "during a key rotation, the old signing key: it co-signs every log checkpoint so witnesses and clients that pinned it learn the new key (docs/log.md)", str(func(c *Config) *string { return &c.PreviousKeyFile })},
+		{"witnesses", "KURA_WITNESSES", "comma-separated witness base URLs (kura witness): kurad compares its log with what they cosigned at start and every witness-poll, and refuses writes on a rollback or fork", func(c *Config, v string) error {
+			c.Witnesses = nil
+			for _, u := range strings.Split(v, ",") {
+				if u = strings.TrimSpace(u); u != "" {
+					pu, err := url.Parse(u)
+					if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+						return fmt.Errorf("witnesses: %q is not an http(s) URL", u)
+					}
+					c.Witnesses = append(c.Witnesses, strings.TrimRight(u, "/"))
+				}
+			}
+			return nil
+		}},
+		{"witness-poll", "KURA_WITNESS_POLL", "how often kurad asks its witnesses what they cosigned", duration("witness-poll", func(c *Config) *time.Duration { return &c.WitnessPoll })},
+		{"log-origin", "KURA_LOG_ORIGIN", "the name of a new database's log, its checkpoints' first line (default kura/<random>); an existing database keeps its own", str(func(c *Config) *string { return &c.LogOrigin })},
+		{"log", "KURA_LOG", "on (default) or off: off leaves events out of the Merkle log, for a benchmark's baseline only; the next start with it on appends what was missed", func(c *Config, v string) error {
+			switch strings.ToLower(v) {
+			case "on", "true", "1":
+				c.LogOff = false
+			case "off", "false", "0":
+				c.LogOff = true
+			default:
+				return fmt.Errorf("log: %q is not on or off", v)
 			}
 			return nil
 		}},

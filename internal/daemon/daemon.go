@@ -6,6 +6,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/kura-memory/kura/internal/api"
 	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/bus"
+	"github.com/kura-memory/kura/internal/checkpoint"
 	"github.com/kura-memory/kura/internal/dirlock"
 	"github.com/kura-memory/kura/internal/embed"
 	"github.com/kura-memory/kura/internal/keys"
@@ -49,7 +51,8 @@ type Main struct {
 	debug    *http.Server
 	stopDog  context.CancelFunc
 	dogDone  chan struct{}
-	tokens   *auth.Table // nil: tokenless mode
+	tokens   *auth.Table              // nil: tokenless mode
+	log      *checkpoint.Checkpointer // nil: the log is off
 	lock     *dirlock.Lock
 }
 
@@ -102,6 +105,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	var previousKey ed25519.PrivateKey
+	if cfg.PreviousKeyFile != "" {
+		if previousKey, err = keys.Load(cfg.PreviousKeyFile); err != nil {
+			return fmt.Errorf("previous-key-file: %w", err)
+		}
+	}
+	if cfg.TokensFile != "" && keyInside(cfg.KeyFile, cfg.DataDir) {
+		// Tokens mean more than one party: whoever gets a copy of the data
+		// directory then also holds the key, and can re-sign an older or
+		// edited history that every signature check accepts.
+		m.Logger.Warn("the signing key lies inside the data directory: anyone with a copy of the directory can re-sign its history; keep it outside (a systemd credential, see docs/log.md)",
+			"key_file", cfg.KeyFile, "data_dir", cfg.DataDir)
+	}
 	vocab := kura.NewVocabulary(cfg.RecordTypes...)
 	dbPath := filepath.Join(cfg.DataDir, "kura.db")
 	var embedder store.Embedder
@@ -128,6 +144,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 		Embedder:          embedder,
 		EmbedQueryTimeout: cfg.EmbedderQueryTimeout,
+		LogOff:            cfg.LogOff,
+		LogOrigin:         cfg.LogOrigin,
 	})
 	if err := m.store.Open(ctx); err != nil {
 		return err
@@ -163,6 +181,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.doorbell.Open(ctx); err != nil {
 		return err
 	}
+	if !cfg.LogOff {
+		// After the doorbell (checkpoints go out on its connection), before
+		// the API: a rolled-back log is known, and writes held, before the
+		// first request.
+		cp := checkpoint.New(checkpoint.Config{Log: m.store, Key: key, PreviousKey: previousKey, RetiredKeys: retired,
+			Publish:   func(note []byte) error { return m.doorbell.PublishRaw(kura.CheckpointSubject, note) },
+			Witnesses: cfg.Witnesses, Poll: cfg.WitnessPoll, Logger: m.Logger.With("component", "log")})
+		m.log = cp
+		m.store.OnCommit(func([]kura.Event) { cp.Notify() })
+		cp.Start(ctx)
+		cp.Notify()
+	}
 	if err := m.loadTokens(); err != nil {
 		return err
 	}
@@ -188,6 +218,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
 		MaxInflightBodyWait:  cfg.MaxInflightBodyWait,
 		MCP:                  mcpHandler,
+		Log:                  logService(m.log),
 	}, m.store, m.bus)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -338,6 +369,10 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 		m.embedder = nil
 	}
+	if m.log != nil {
+		m.log.Close()
+		m.log = nil
+	}
 	if m.doorbell != nil {
 		if err := m.doorbell.Close(ctx); err != nil {
 			errs = append(errs, err)
@@ -363,6 +398,26 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	m.lock = nil
 	return errors.Join(errs...)
+}
+
+// logService is the API's view of the checkpointer; a nil one is no
+// service at all (not a nil pointer in an interface).
+func logService(c *checkpoint.Checkpointer) api.LogService {
+	if c == nil {
+		return nil
+	}
+	return c
+}
+
+// keyInside reports whether the key file lies inside the data directory.
+func keyInside(keyFile, dataDir string) bool {
+	k, err1 := filepath.Abs(keyFile)
+	d, err2 := filepath.Abs(dataDir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, k)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // startDebug serves Go's pprof handlers on their own loopback listener, so

@@ -100,6 +100,11 @@ type Info struct {
 	// Embedder is the state of the embeddings endpoint semantic search
 	// uses; absent when none is configured.
 	Embedder *EmbedderInfo `json:"embedder,omitempty"`
+	// LogOrigin names the Merkle log (its checkpoints' first line);
+	// LogVKey is the note verifier key its checkpoints are signed with.
+	LogOrigin string     `json:"log_origin,omitempty"`
+	LogVKey   string     `json:"log_vkey,omitempty"`
+	Log       *LogStatus `json:"log"`
 }
 
 // EmbedderInfo is what /v1/info says about the embedder.

@@ -30,12 +30,14 @@ var layer = map[string]int{
 	"internal/keys":       pure, // the signing key: a file, no SQL, HTTP or NATS
 	"internal/dirlock":    pure, // a lock file
 
-	"internal/api":   adapter,
-	"internal/store": adapter,
-	"internal/bus":   adapter,
-	"internal/mcp":   adapter,
-	"internal/embed": adapter,
-	"client":         adapter, // the Go client: HTTP to kurad, nothing of kurad's own
+	"internal/api":        adapter,
+	"internal/store":      adapter,
+	"internal/bus":        adapter,
+	"internal/mcp":        adapter,
+	"internal/embed":      adapter,
+	"internal/checkpoint": adapter, // signs checkpoints, asks witnesses over HTTP
+	"internal/witness":    adapter, // kura witness: follows logs over HTTP and NATS
+	"client":              adapter, // the Go client: HTTP to kurad, nothing of kurad's own
 
 	"internal/daemon":        wiring,
 	"internal/kuradtest":     wiring,

@@ -36,10 +36,7 @@ const (
 )
 
 // LogHead is the tree as of the last commit.
-type LogHead struct {
-	Size int64
-	Root tlog.Hash
-}
+type LogHead = kura.LogHead
 
 // logState is the writer's view of the tree. head is read by anyone; size
 // and frontier belong to the writer goroutine (and to Open before it
@@ -260,7 +257,7 @@ func (db *DB) publishHead(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("log: tree hash: %w", err)
 	}
-	db.logs.head.Store(&LogHead{Size: db.logs.size, Root: root})
+	db.logs.head.Store(&LogHead{Size: db.logs.size, Root: [32]byte(root)})
 	return nil
 }
 
@@ -390,7 +387,7 @@ func (db *DB) logCommitted() {
 		db.log.Error("log: tree hash from the frontier", "err", err, "size", db.logs.size)
 		return
 	}
-	db.logs.head.Store(&LogHead{Size: db.logs.size, Root: root})
+	db.logs.head.Store(&LogHead{Size: db.logs.size, Root: [32]byte(root)})
 }
 
 // Log returns the tree as of the last commit.
@@ -398,7 +395,7 @@ func (db *DB) Log() LogHead {
 	if h := db.logs.head.Load(); h != nil {
 		return *h
 	}
-	return LogHead{Root: tlog.Hash(emptyTreeHash)}
+	return LogHead{Root: emptyTreeHash}
 }
 
 // emptyTreeHash is RFC 6962's hash of the empty tree, SHA-256("").
@@ -492,13 +489,8 @@ func mapLogErr(err error) error {
 	return kura.Errorf(kura.EInternal, "log: %v", err)
 }
 
-// LogLeaf is one leaf as GET /v1/log/leaves serves it. Data is nil when
-// the event was compacted away or the caller may not read it.
-type LogLeaf struct {
-	Index int64
-	Hash  tlog.Hash
-	Data  []byte
-}
+// LogLeaf is one leaf as GET /v1/log/leaves serves it.
+type LogLeaf = kura.LogLeaf
 
 // MaxLogLeaves bounds one leaves read.
 const MaxLogLeaves = 1000
@@ -524,7 +516,7 @@ func (db *DB) LogLeaves(ctx context.Context, start, end int64, visible func(*kur
 		return nil, err
 	}
 	for i := range out {
-		out[i].Hash = hs[i]
+		out[i].Hash = [32]byte(hs[i])
 	}
 	rows, err := db.rdb.QueryContext(ctx, "SELECT seq, id, type, project, subject, refs, created_at, digest FROM events WHERE seq > ? AND seq <= ? ORDER BY seq", start, end)
 	if err != nil {
@@ -549,7 +541,7 @@ func (db *DB) LogLeaves(ctx context.Context, start, end int64, visible func(*kur
 		}
 		// Serve only data that hashes to the leaf: an event row changed
 		// after the log saw it is not passed off as the leaf.
-		if kurahash.LogLeafHash(data) == out[e.Seq-1-start].Hash {
+		if [32]byte(kurahash.LogLeafHash(data)) == out[e.Seq-1-start].Hash {
 			out[e.Seq-1-start].Data = data
 		}
 	}
@@ -595,16 +587,8 @@ func (db *DB) writeGate() error {
 	return nil
 }
 
-// LogAcknowledgement is an admin's acknowledgement of a rollback or fork a
-// witness reported.
-type LogAcknowledgement struct {
-	Origin  string `json:"origin"` // the witnessed checkpoint's
-	Size    int64  `json:"size"`
-	Root    string `json:"root"` // base64, as in the checkpoint
-	Witness string `json:"witness"`
-	Reason  string `json:"reason"`
-	By      string `json:"by"`
-}
+// LogAcknowledgement is an admin's acknowledgement of a rollback or fork.
+type LogAcknowledgement = kura.LogAcknowledgement
 
 // AcknowledgeLog records ack as an event (so as a leaf) and, when the
 // witnessed checkpoint is of this log's current origin, moves the log to a

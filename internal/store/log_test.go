@@ -63,7 +63,7 @@ func TestLog_EveryEventIsALeaf(t *testing.T) {
 		t.Fatalf("log size %d, last event seq %d: every event must be a leaf", head.Size, db.LastEventSeq())
 	}
 	root, _ := treeFromLeaves(t, db, head.Size)
-	if root != head.Root {
+	if root != tlog.Hash(head.Root) {
 		t.Fatalf("root from the served leaves %v != the log's root %v", root, head.Root)
 	}
 	// Each leaf commits to what its event names: a record's leaf to its seal.
@@ -121,11 +121,11 @@ func TestLog_ProofsCheckWithTlog(t *testing.T) {
 		if err != nil || size != big.Size {
 			t.Fatalf("inclusion %d: %v (size %d)", seq, err, size)
 		}
-		if err := tlog.CheckRecord(proof, big.Size, big.Root, seq-1, leaf); err != nil {
+		if err := tlog.CheckRecord(proof, big.Size, tlog.Hash(big.Root), seq-1, leaf); err != nil {
 			t.Errorf("inclusion of %d does not check: %v", seq, err)
 		}
 	}
-	if leaf, proof, _, err := db.LogInclusion(ctx, 3, small.Size); err != nil || tlog.CheckRecord(proof, small.Size, small.Root, 2, leaf) != nil {
+	if leaf, proof, _, err := db.LogInclusion(ctx, 3, small.Size); err != nil || tlog.CheckRecord(proof, small.Size, tlog.Hash(small.Root), 2, leaf) != nil {
 		t.Errorf("inclusion in the older tree: %v", err)
 	}
 	for old := int64(0); old <= big.Size; old++ {
@@ -140,7 +140,7 @@ func TestLog_ProofsCheckWithTlog(t *testing.T) {
 		if old == 0 {
 			continue // every tree extends the empty one; tlog needs no proof
 		}
-		if err := tlog.CheckTree(p, big.Size, big.Root, old, oldRoot); err != nil {
+		if err := tlog.CheckTree(p, big.Size, tlog.Hash(big.Root), old, oldRoot); err != nil {
 			t.Errorf("consistency %d -> %d: %v", old, big.Size, err)
 		}
 	}
@@ -190,7 +190,7 @@ func TestLog_ConcurrentWritesAndFailedJobs(t *testing.T) {
 	if head.Size != db.LastEventSeq() || head.Size != 40 {
 		t.Fatalf("log size %d, last seq %d, want 40 and equal", head.Size, db.LastEventSeq())
 	}
-	if root, _ := treeFromLeaves(t, db, head.Size); root != head.Root {
+	if root, _ := treeFromLeaves(t, db, head.Size); root != tlog.Hash(head.Root) {
 		t.Fatal("the tree does not match its leaves after concurrent batches")
 	}
 }
@@ -231,11 +231,11 @@ func TestLog_ReopenBackfillAndCompaction(t *testing.T) {
 		t.Fatalf("after backfill: size %d, last seq %d", head.Size, db.LastEventSeq())
 	}
 	root, _ := treeFromLeaves(t, db, head.Size)
-	if root != head.Root {
+	if root != tlog.Hash(head.Root) {
 		t.Fatal("backfilled tree does not match its leaves")
 	}
 	p, _, err := db.LogConsistency(ctx, before.Size, head.Size)
-	if err != nil || tlog.CheckTree(p, head.Size, head.Root, before.Size, before.Root) != nil {
+	if err != nil || tlog.CheckTree(p, head.Size, tlog.Hash(head.Root), before.Size, tlog.Hash(before.Root)) != nil {
 		t.Fatalf("the backfilled tree does not extend the old one: %v", err)
 	}
 
