@@ -80,7 +80,7 @@ func TestE2E_LogCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code := runKura(t, url, nil, "log", "checkpoint")
-	if code != exitOK || !strings.Contains(out, "signature  verified") || !strings.Contains(out, cp.Origin) {
+	if code != exitOK || !strings.Contains(out, "verified against kurad's log key") || !strings.Contains(out, cp.Origin) {
 		t.Errorf("human checkpoint: exit %d, %q %q", code, out, errOut)
 	}
 
