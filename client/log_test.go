@@ -482,3 +482,26 @@ func TestCheckpointState(t *testing.T) {
 		}
 	})
 }
+
+// FuzzVerifyCheckpoint: any text, against a real key, is refused or
+// verified, never a panic; what verifies is the checkpoint that was signed.
+func FuzzVerifyCheckpoint(f *testing.F) {
+	skey, vkey, err := note.GenerateKey(rand.Reader, "kura.test/fuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	s, _ := note.NewSigner(skey)
+	signed, err := note.Sign(&note.Note{Text: "kura.test/fuzz\n3\n" + base64.StdEncoding.EncodeToString(make([]byte, 32)) + "\n"}, s)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(signed)
+	f.Add([]byte("kura.test/fuzz\n-1\n\n\n— kura.test/fuzz AAAA\n"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		client.CheckpointOrigin(text)
+		cp, err := client.VerifyCheckpoint(text, vkey)
+		if err == nil && (cp.Origin != "kura.test/fuzz" || cp.Size != 3) {
+			t.Errorf("verified %+v, which the key never signed", cp)
+		}
+	})
+}

@@ -49,7 +49,7 @@ type checkpointJSON struct {
 	Size       int64    `json:"size"`
 	Root       string   `json:"root"`
 	Checkpoint string   `json:"checkpoint"`
-	Cosigners  []string `json:"cosigners"`
+	Others     []string `json:"other_signers"`
 }
 
 func TestE2E_LogCommands(t *testing.T) {
@@ -382,4 +382,61 @@ func TestE2E_ExportLogOffline(t *testing.T) {
 			t.Errorf("a witness key with no log section: got exit %d:\n%s", code, out)
 		}
 	})
+}
+
+// TestE2E_VerifyFollowsKeyRotation: a kura that pinned the old key learns
+// the new one from a checkpoint both keys signed (kurad with
+// KURA_PREVIOUS_KEY_FILE), and refuses the new key without that overlap.
+func TestE2E_VerifyFollowsKeyRotation(t *testing.T) {
+	t.Parallel()
+	dataDir, keyDir := t.TempDir(), t.TempDir()
+	oldKey, newKey := filepath.Join(keyDir, "old.key"), filepath.Join(keyDir, "new.key")
+	rotated, skipped := t.TempDir(), t.TempDir()
+	stop := func(d *kuradtest.Daemon) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30e9)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := func(key, previous string) *kuradtest.Daemon {
+		return kuradtest.StartMain(t, kuradtest.Options{Configure: func(cfg *daemon.Config) {
+			cfg.DataDir, cfg.KeyFile, cfg.PreviousKeyFile = dataDir, key, previous
+		}})
+	}
+	verify := func(url, stateDir, id string) (string, int) {
+		out, errOut, code := runKuraEnv(t, url, map[string]string{"KURA_STATE_DIR": stateDir}, "verify", "ledger:"+id)
+		return out + errOut, code
+	}
+
+	d := start(oldKey, "")
+	l := writeLedger(t, d.BaseURL(), "old", 1)
+	for _, dir := range []string{rotated, skipped} {
+		if out, code := verify(d.BaseURL(), dir, l.ID); code != exitOK {
+			t.Fatalf("pin the old key: exit %d, %s", code, out)
+		}
+	}
+	stop(d)
+
+	// The rotation: the new key signs, the old one co-signs.
+	// Each verify names a ledger the current key signed: the log check is
+	// what this test is about.
+	d = start(newKey, oldKey)
+	l = writeLedger(t, d.BaseURL(), "rotating", 1)
+	out, code := verify(d.BaseURL(), rotated, l.ID)
+	if code != exitOK || !strings.Contains(out, "log key rotated") {
+		t.Fatalf("during the rotation: exit %d, %s, want the new key pinned", code, out)
+	}
+	stop(d)
+
+	// After it, only the new key signs.
+	d = start(newKey, "")
+	l = writeLedger(t, d.BaseURL(), "after", 1)
+	if out, code := verify(d.BaseURL(), rotated, l.ID); code != exitOK || !strings.Contains(out, "is consistent with the one of size") {
+		t.Errorf("a kura that saw the rotation: exit %d, %s", code, out)
+	}
+	out, code = verify(d.BaseURL(), skipped, l.ID)
+	if code != exitFail || !strings.Contains(out, "FAILED log") || !strings.Contains(out, "signed by both") {
+		t.Errorf("a kura that missed the rotation: exit %d, %s, want the unpinned key refused", code, out)
+	}
 }
