@@ -3,6 +3,8 @@ package kurahash
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strconv"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -32,6 +34,9 @@ func LogLeafData(l LogLeaf) ([]byte, error) {
 	if l.Refs == nil {
 		l.Refs = map[string]string{}
 	}
+	if b, ok := plainLeafData(l); ok {
+		return b, nil
+	}
 	raw, err := json.Marshal(l)
 	if err != nil {
 		return nil, fmt.Errorf("log leaf %d: %w", l.Seq, err)
@@ -52,4 +57,63 @@ func ParseLogLeaf(data []byte) (*LogLeaf, error) {
 // LogLeafHash is the RFC 6962 leaf hash of leaf data, SHA-256(0x00 || data).
 func LogLeafHash(data []byte) tlog.Hash {
 	return tlog.RecordHash(data)
+}
+
+// plainLeafData writes the leaf's canonical form directly when every string
+// in it is printable ASCII without quotes or backslashes (ids, slugs, hex,
+// times: every leaf kurad writes): such strings are the same in any JSON
+// encoding, so the RFC 8785 form is the members in key order with nothing
+// to escape. It is one allocation instead of an encode and a JCS parse,
+// which the writer pays per event. Anything else goes through Canonical.
+func plainLeafData(l LogLeaf) ([]byte, bool) {
+	for _, s := range [...]string{l.At, l.Digest, l.ID, l.Project, l.Subject, l.Type} {
+		if !plain(s) {
+			return nil, false
+		}
+	}
+	keys := make([]string, 0, len(l.Refs))
+	n := 160
+	for k, v := range l.Refs {
+		if !plain(k) || !plain(v) {
+			return nil, false
+		}
+		keys = append(keys, k)
+		n += len(k) + len(v) + 6
+	}
+	sort.Strings(keys) // ASCII: byte order is RFC 8785's UTF-16 order
+	b := make([]byte, 0, n+len(l.At)+len(l.Digest)+len(l.ID)+len(l.Project)+len(l.Subject)+len(l.Type))
+	str := func(s string) { b = append(b, '"'); b = append(b, s...); b = append(b, '"') }
+	b = append(b, `{"at":`...)
+	str(l.At)
+	b = append(b, `,"digest":`...)
+	str(l.Digest)
+	b = append(b, `,"id":`...)
+	str(l.ID)
+	b = append(b, `,"project":`...)
+	str(l.Project)
+	b = append(b, `,"refs":{`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		str(k)
+		b = append(b, ':')
+		str(l.Refs[k])
+	}
+	b = append(b, `},"seq":`...)
+	b = strconv.AppendInt(b, l.Seq, 10)
+	b = append(b, `,"subject":`...)
+	str(l.Subject)
+	b = append(b, `,"type":`...)
+	str(l.Type)
+	return append(b, '}'), true
+}
+
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

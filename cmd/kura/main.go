@@ -135,6 +135,7 @@ func commandTable() []command {
 		{"compact-events", "<before-seq>", "remove published events older than a seq from the event log; verification does not depend on them", setupCompactEvents},
 		{"mcp", "", "serve Kura's memory as MCP tools over stdio, for agents that spawn their tools", setupMCP},
 		{"nats-user new", "<name> [projects]", "print a new random NATS password once and its users-file line (bcrypt hash; projects a,b or *)", setupNATSUserNew},
+		{"witness", "--state DIR [--listen ADDR] --log URL[=VKEY]... [--token T] [--poll 1s] [--nats URL] [--name N]", "run a witness: follow kurad logs, cosign each checkpoint consistent with the last, refuse (and alert on) any other", setupWitness},
 		{"info", "", "show what kurad says about itself", setupInfo},
 		{"health", "[--ready]", "exit 0 when kurad is alive (--ready: ready to serve), 1 otherwise", setupHealth},
 		{"version", "", "print the version of this kura", setupVersion},

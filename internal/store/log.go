@@ -31,7 +31,7 @@ const (
 	metaLogSize   = "log_size"
 	metaLogOrigin = "log_origin"
 
-	qLogInsertHash = "INSERT INTO log_hashes(id, hash) VALUES(?, ?)"
+	qLogInsertHash = "INSERT INTO log_hashes(leaf, hashes) VALUES(?, ?)"
 	qLogSetSize    = `INSERT INTO meta(key, value) VALUES('` + metaLogSize + `', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`
 )
 
@@ -116,8 +116,7 @@ type hashReader struct {
 
 func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
-	var missing []int64
-	pos := map[int64][]int{}
+	var missing []int // positions in indexes
 	for i, x := range indexes {
 		found := false
 		for _, m := range r.maps {
@@ -127,39 +126,44 @@ func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 			}
 		}
 		if !found {
-			missing = append(missing, x)
-			pos[x] = append(pos[x], i)
+			missing = append(missing, i)
 		}
 	}
 	if len(missing) == 0 {
 		return out, nil
 	}
-	ids, _ := json.Marshal(missing)
-	rows, err := r.q.QueryContext(r.ctx, "SELECT id, hash FROM log_hashes WHERE id IN (SELECT value FROM json_each(?))", string(ids))
+	// Stored hash (level L, index n) was the L-th hash stored when leaf
+	// ((n+1)<<L)-1 was appended: its row, and its offset in the row.
+	leaves := make([]int64, len(missing))
+	for i, at := range missing {
+		l, n := tlog.SplitStoredHashIndex(indexes[at])
+		leaves[i] = ((n + 1) << l) - 1
+	}
+	ids, _ := json.Marshal(leaves)
+	rows, err := r.q.QueryContext(r.ctx, "SELECT leaf, hashes FROM log_hashes WHERE leaf IN (SELECT value FROM json_each(?))", string(ids))
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	got := 0
+	byLeaf := make(map[int64][]byte, len(leaves))
 	for rows.Next() {
-		var id int64
+		var leaf int64
 		var b []byte
-		if err := rows.Scan(&id, &b); err != nil {
+		if err := rows.Scan(&leaf, &b); err != nil {
 			return nil, mapErr(err)
 		}
-		if len(b) != tlog.HashSize {
-			return nil, kura.Errorf(kura.EInternal, "log: stored hash %d has %d bytes", id, len(b))
-		}
-		for _, i := range pos[id] {
-			copy(out[i][:], b)
-			got++
-		}
+		byLeaf[leaf] = b
 	}
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(err)
 	}
-	if got != len(missing) {
-		return nil, kura.Errorf(kura.EInternal, "log: %d of %d stored hashes are missing", len(missing)-got, len(missing))
+	for i, at := range missing {
+		l, _ := tlog.SplitStoredHashIndex(indexes[at])
+		b := byLeaf[leaves[i]]
+		if len(b)%tlog.HashSize != 0 || len(b) < (l+1)*tlog.HashSize {
+			return nil, kura.Errorf(kura.EInternal, "log: stored hash %d (leaf %d) is missing", indexes[at], leaves[i])
+		}
+		copy(out[at][:], b[l*tlog.HashSize:])
 	}
 	return out, nil
 }
@@ -328,13 +332,20 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event) er
 	if events[0].Seq != n+1 {
 		return kura.Errorf(kura.EInternal, "log: event %d does not follow leaf %d", events[0].Seq, n)
 	}
+	var err error
 	pending := make(map[int64]tlog.Hash, 2*len(events)+8)
 	r := hashReader{ctx: ctx, q: tx, maps: []map[int64]tlog.Hash{pending, db.logs.frontier}}
-	ins, err := tx.PrepareContext(ctx, qLogInsertHash)
-	if err != nil {
-		return err
+	ins := db.stmts[qLogInsertHash]
+	if ins == nil {
+		// Backfill runs before the writer's statements are prepared.
+		if ins, err = tx.PrepareContext(ctx, qLogInsertHash); err != nil {
+			return err
+		}
+		defer ins.Close()
+	} else {
+		ins = tx.StmtContext(ctx, ins)
 	}
-	defer ins.Close()
+	row := make([]byte, 0, 64*tlog.HashSize)
 	for i := range events {
 		e := &events[i]
 		var data []byte
@@ -351,15 +362,23 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event) er
 			return fmt.Errorf("log: leaf %d: %w", n, err)
 		}
 		base := tlog.StoredHashIndex(0, n)
+		row = row[:0]
 		for j, h := range hs {
 			pending[base+int64(j)] = h
-			if _, err := ins.ExecContext(ctx, base+int64(j), h[:]); err != nil {
-				return err
-			}
+			row = append(row, h[:]...)
+		}
+		if _, err := ins.ExecContext(ctx, n, row); err != nil {
+			return err
 		}
 		n++
 	}
-	if _, err := tx.ExecContext(ctx, qLogSetSize, strconv.FormatInt(n, 10)); err != nil {
+	setSize := db.stmts[qLogSetSize]
+	if setSize == nil {
+		_, err = tx.ExecContext(ctx, qLogSetSize, strconv.FormatInt(n, 10))
+	} else {
+		_, err = tx.StmtContext(ctx, setSize).ExecContext(ctx, strconv.FormatInt(n, 10))
+	}
+	if err != nil {
 		return err
 	}
 	idx := frontierIndexes(n)

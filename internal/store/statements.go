@@ -8,6 +8,8 @@ package store
 func writeStatements() []string {
 	qs := []string{
 		qMetaValue,
+		qLogInsertHash,
+		qLogSetSize,
 		qMaxEventSeq,
 		qDeleteEvents,
 		qSetMeta,

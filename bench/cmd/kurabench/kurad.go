@@ -85,7 +85,7 @@ func (b *bench) startKurad(ctx context.Context, name string, extra ...string) (*
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
-	return b.startKuradDir(ctx, dataDir, dataDir+".log", extra...)
+	return b.startKuradDir(ctx, dataDir, dataDir+".log", append(extra, b.kuradArgs...)...)
 }
 
 // startKuradDir starts kurad on dataDir as it is: the memory phases fill a

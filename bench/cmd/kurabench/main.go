@@ -28,6 +28,9 @@
 //	recall_memory                  memory search recall@1/5/10 on the bench's conversation set, beside Okapi BM25 (recall.go)
 //	recall_kb                      knowledge-base lookup (and search) hit@1/5 on natural questions, beside Okapi BM25
 //	search_lexical_100k            lexical memory search on 100,000 dialog turns, natural questions (speed.go)
+//	log_overhead                   single_record and batch_1000 with the Merkle log off and on, interleaved (logbench.go)
+//	log_checkpoint                 GET /v1/log/checkpoint while 1,000 records/s are written
+//	log_witness                    a kura witness following kurad at 1,000 writes/s: lag and catch-up
 //	search_hybrid_100k             hybrid search on the same, with a stand-in embedder (embedder.go), query embedding excluded
 //	resources                      binary size, start-to-ready, idle RSS and RSS under batch_1000's load (resources.go)
 //
@@ -189,6 +192,11 @@ type bench struct {
 	mem *memData
 	// speed is the data dir the search speed phases share (speed.go).
 	speed *speedData
+	// kuradArgs are appended to every kurad start (log_overhead turns the
+	// log off with them for its baseline runs).
+	kuradArgs []string
+	// kura is the kura binary (the witness), built on first use.
+	kura string
 }
 
 // phase is one measured thing. run returns its result; an error means the
@@ -226,6 +234,9 @@ var phases = []phase{
 	{"recall_kb", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.recallKBPhase(ctx) }},
 	{"search_lexical_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.searchLexicalPhase(ctx) }},
 	{"search_hybrid_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.searchHybridPhase(ctx) }},
+	{"log_overhead", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.logOverheadPhase(ctx) }},
+	{"log_checkpoint", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.logCheckpointPhase(ctx) }},
+	{"log_witness", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.logWitnessPhase(ctx) }},
 	{"resources", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.resourcesPhase(ctx) }},
 }
 

@@ -207,6 +207,7 @@ func judge(b *bench) {
 	judgeResources(b)
 	judgeRecall(b)
 	judgeSpeed(b)
+	judgeLog(b)
 	for _, r := range b.results {
 		if len(r.Targets) == 0 {
 			continue

@@ -4,13 +4,14 @@
 -- '' and commit to their ids alone.
 ALTER TABLE events ADD COLUMN digest TEXT NOT NULL DEFAULT '';
 
--- The tree's stored hashes, keyed by golang.org/x/mod/sumdb/tlog's stored
--- hash index: every leaf hash and every complete subtree's hash, about two
--- rows per leaf, written in the writer's transaction with the events they
+-- The tree's stored hashes (golang.org/x/mod/sumdb/tlog), one row per
+-- leaf: the hashes appending leaf `leaf` stored, concatenated (its leaf
+-- hash, then the hash of each complete subtree it closed, level by level;
+-- 32 bytes each). Written in the writer's transaction with the events they
 -- hash. Never compacted: compacting the feed drops event rows, not these.
 CREATE TABLE log_hashes (
-    id   INTEGER PRIMARY KEY,
-    hash BLOB NOT NULL
+    leaf   INTEGER PRIMARY KEY,
+    hashes BLOB NOT NULL
 );
 
 -- A rollback or fork a witness reported and an admin acknowledged: the
