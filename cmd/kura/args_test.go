@@ -255,11 +255,13 @@ func TestCommandFlags(t *testing.T) {
 // TestCommandTable checks that names are unique and that a group is a
 // command of its own only where that cannot hide a subcommand: run takes the
 // word after "ledger" as a subcommand whenever one has that name, which is
-// safe because "ledger"'s own argument is a ledger id (a UUID), never "new".
+// safe because "ledger"'s own argument is a ledger id (a UUID), never "new",
+// and "log"'s is a session (a UUID, session:<id> or <project>/<name>, which
+// holds a slash), never "checkpoint", "prove" or "consistency".
 // Another such command needs the same argument, and a place here.
 func TestCommandTable(t *testing.T) {
 	t.Parallel()
-	commandGroups := map[string]bool{"ledger": true}
+	commandGroups := map[string]bool{"ledger": true, "log": true}
 	seen := map[string]bool{}
 	for _, c := range commandTable() {
 		if seen[c.name] {

@@ -34,6 +34,11 @@ import (
 //     records/<id>.json, each the canonical JSON of the object. The
 //     annotated tag kura/<session name> on the head commit holds the
 //     session, its signed reflog and kurad's public key (canonical JSON).
+//
+// In both, the session object also carries "log" when kurad keeps one: the
+// checkpoint (cosigned when kurad serves cosignatures) and, for each
+// exported ledger, the inclusion proof of its ledger.written leaf, all
+// against that one checkpoint's size (export_log.go).
 
 // exportStats counts what an export wrote.
 type exportStats struct {
@@ -171,7 +176,7 @@ func writeJSONLExport(ctx context.Context, c *client.Client, s *client.Session, 
 		bw.Write(b)
 		return bw.WriteByte('\n')
 	}
-	trail, err := sessionTrail(ctx, c, s)
+	trail, err := sessionTrail(ctx, c, s, ledgers)
 	if err != nil {
 		return st, err
 	}
@@ -337,7 +342,7 @@ func writeGitExport(ctx context.Context, c *client.Client, s *client.Session, w 
 		// The head is last in parents-first order already; say it anyway
 		// so that the branch is right whatever the order.
 		fmt.Fprintf(bw, "reset %s\nfrom :%d\n\n", branch, marks[*s.HeadLedgerID])
-		if err := writeGitSessionTag(ctx, c, s, bw, marks[*s.HeadLedgerID]); err != nil {
+		if err := writeGitSessionTag(ctx, c, s, ledgers, bw, marks[*s.HeadLedgerID]); err != nil {
 			return st, err
 		}
 	}

@@ -18,9 +18,13 @@ type exportedSession struct {
 	*client.Session
 	PublicKey string               `json:"public_key,omitempty"`
 	Reflog    []client.ReflogEntry `json:"reflog"`
+	// Log is kurad's checkpoint and, per exported ledger, the proof that
+	// its ledger.written event is in the log (export_log.go); absent when
+	// kurad keeps no log, and in exports made before it did.
+	Log *exportedLog `json:"log,omitempty"`
 }
 
-func sessionTrail(ctx context.Context, c *client.Client, s *client.Session) (*exportedSession, error) {
+func sessionTrail(ctx context.Context, c *client.Client, s *client.Session, ledgers []client.Ledger) (*exportedSession, error) {
 	info, err := c.Info(ctx)
 	if err != nil {
 		return nil, err
@@ -32,7 +36,11 @@ func sessionTrail(ctx context.Context, c *client.Client, s *client.Session) (*ex
 	if rl == nil {
 		rl = []client.ReflogEntry{}
 	}
-	return &exportedSession{Session: s, PublicKey: info.PublicKey, Reflog: rl}, nil
+	lg, err := exportLog(ctx, c, ledgers)
+	if err != nil {
+		return nil, err
+	}
+	return &exportedSession{Session: s, PublicKey: info.PublicKey, Reflog: rl, Log: lg}, nil
 }
 
 // gitTagName is the tag an exported session's trail goes on.
@@ -46,8 +54,8 @@ func gitTagName(s *client.Session) string {
 
 // writeGitSessionTag writes an annotated tag on the head commit whose
 // message is the canonical JSON of the session's trail.
-func writeGitSessionTag(ctx context.Context, c *client.Client, s *client.Session, bw *bufio.Writer, headMark int) error {
-	trail, err := sessionTrail(ctx, c, s)
+func writeGitSessionTag(ctx context.Context, c *client.Client, s *client.Session, ledgers []client.Ledger, bw *bufio.Writer, headMark int) error {
+	trail, err := sessionTrail(ctx, c, s, ledgers)
 	if err != nil {
 		return err
 	}

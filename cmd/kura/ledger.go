@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -125,6 +126,9 @@ func setupVerify(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 	local := fs.Bool("local", false, "recompute every hash here instead of trusting kurad's answer (checks signatures against /v1/info's key)")
 	expect := fs.String("expect-head-hash", "", "sessions: also check that the first-parent chain still holds this ledger `hash` (one you saw earlier)")
 	pubkey := fs.String("pubkey", "", "verify an export `FILE` (kura export, jsonl or git; - for stdin) offline, without kurad, against this public key (ed25519:<hex>, or a file holding it or kura info --json)")
+	noState := fs.Bool("no-state", false, "do not keep or compare the log checkpoint in KURA_STATE_DIR (the checkpoint's signature is still checked)")
+	var witnessKeys listFlag
+	fs.Var(&witnessKeys, "witness-key", "with --pubkey: also require a cosignature of the export's checkpoint by this witness `VKEY` (repeatable)")
 	return func(ctx context.Context, c *cli, args []string) error {
 		if *pubkey != "" {
 			if len(args) != 1 || *local {
@@ -133,7 +137,10 @@ func setupVerify(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			if *expect != "" && !kura.ValidHash(*expect) {
 				return usagef("--expect-head-hash %q is not a hex SHA-256 ledger hash", *expect)
 			}
-			return c.verifyOffline(args[0], *pubkey, *expect)
+			return c.verifyOffline(args[0], *pubkey, *expect, witnessKeys)
+		}
+		if len(witnessKeys) > 0 {
+			return usagef("--witness-key applies to an export (--pubkey)")
 		}
 		if len(args) != 1 {
 			return usagef("verify takes one ledger or session (session:<id>, ledger:<id> or <project>/<name> to say which)")
@@ -146,7 +153,7 @@ func setupVerify(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			return err
 		}
 		if kind == "session" {
-			return c.verifySession(ctx, id, *expect, *local)
+			return thenCheckLog(c.verifySession(ctx, id, *expect, *local), func() error { return c.checkLog(ctx, *noState) })
 		}
 		if *expect != "" {
 			return usagef("--expect-head-hash applies to sessions; %s is a ledger", id)
@@ -178,11 +185,26 @@ func setupVerify(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		if err != nil {
 			return err
 		}
+		var verr error
 		if !v.OK {
-			return &exitError{code: exitFail}
+			verr = &exitError{code: exitFail}
 		}
-		return nil
+		return thenCheckLog(verr, func() error { return c.checkLog(ctx, *noState) })
 	}
+}
+
+// thenCheckLog runs the log check after a verification that ran (passed or
+// failed: a failed one still gets its log line) and returns the first
+// failure; a verification that could not run is returned as it is.
+func thenCheckLog(verr error, check func() error) error {
+	var ee *exitError
+	if verr != nil && !errors.As(verr, &ee) {
+		return verr
+	}
+	if err := check(); err != nil && verr == nil {
+		return err
+	}
+	return verr
 }
 
 func printVerification(c *cli, v *client.Verification, local bool) error {

@@ -58,6 +58,9 @@ type cli struct {
 	stdout io.Writer
 	stderr io.Writer
 	json   bool // --json: print the server's JSON instead of human text
+	// env reads the environment (os.Getenv; tests pass their own), for
+	// KURA_STATE_DIR and the places it defaults to.
+	env func(string) string
 }
 
 // command is one row of the command table.
@@ -84,9 +87,12 @@ func commandTable() []command {
 		{"redact", "<record> --reason R", "drop a record's content for good (admin); its hashes stay and every ledger still verifies", setupRedact},
 		{"ledger", "<ledger-id> [--records]", "show a ledger and its record ids (--records: the records)", setupLedger},
 		{"ledger new", "[--label L] [--parent ID]... <record-id>...", "seal a new signed ledger over existing records, in the order given", setupLedgerNew},
-		{"verify", "<ledger | session> [--local] [--expect-head-hash H] | --pubkey KEY <export-file | ->", "verify a ledger or a session's chain (--pubkey: an export, offline); exit 1 when it does not verify", setupVerify},
+		{"verify", "<ledger | session> [--local] [--expect-head-hash H] [--no-state] | --pubkey KEY [--witness-key VKEY]... <export-file | ->", "verify a ledger or a session's chain and that kurad's log extends the checkpoint kept from last time (--pubkey: an export, offline); exit 1 when it does not verify", setupVerify},
 		{"diff", "<ledger-a> <ledger-b>", "records added and removed from ledger a to ledger b", setupDiff},
 		{"log", "<session> [--limit N]", "list a session's ledgers from its head, following first parents", setupLog},
+		{"log checkpoint", "", "show kurad's current log checkpoint, its signature checked", setupLogCheckpoint},
+		{"log prove", "<seq | ledger:ID>", "prove an event (or a ledger's ledger.written event) is in kurad's log, checked against the current checkpoint", setupLogProve},
+		{"log consistency", "<old> [<new>]", "prove the log at size old (or a checkpoint file) is a prefix of the log at size new (default: now)", setupLogConsistency},
 		{"session new", "<project> <name> [--scope S] [--from-ledger ID]", "create a session (forked from a ledger with --from-ledger)", setupSessionNew},
 		{"session show", "<session>", "show a session and its head", setupSessionShow},
 		{"session list", "[--project P] [--limit N] [--cursor C]", "list sessions", setupSessionList},
@@ -273,7 +279,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if tok := env("KURA_TOKEN"); tok != "" {
 		opts = append(opts, client.WithToken(tok))
 	}
-	c := &cli{client: client.New(base, opts...), stdin: stdin, stdout: stdout, stderr: stderr, json: g.json}
+	c := &cli{client: client.New(base, opts...), stdin: stdin, stdout: stdout, stderr: stderr, json: g.json, env: env}
 	return reportError(stderr, cmd, c.client.BaseURL(), runCmd(ctx, c, fs.Args()))
 }
 
@@ -373,6 +379,8 @@ global flags (before or after the command):
 environment:
   KURA_URL    kurad base URL (default `+client.DefaultURL+`)
   KURA_TOKEN  bearer token sent with every request
+  KURA_STATE_DIR  where kura verify keeps the last verified log checkpoint
+              per origin (default $XDG_STATE_HOME/kura, else ~/.local/state/kura)
 
 Flags may come before or after arguments. Exit status: 0 success, 1 the
 server refused or a verification failed, 2 bad command line.

@@ -239,10 +239,12 @@ type offlineReport struct {
 	Redacted            []string              `json:"redacted,omitempty"`
 	Withheld            []string              `json:"withheld,omitempty"`
 	Problems            []client.SessionIssue `json:"problems"`
+	Log                 *offlineLog           `json:"log"`
 }
 
-// verifyExport checks x against pub ("ed25519:<hex>").
-func verifyExport(x *exportContents, pub, expectHeadHash string) *offlineReport {
+// verifyExport checks x against pub ("ed25519:<hex>"); witnessKeys are
+// cosignature verifier keys the log checkpoint must carry.
+func verifyExport(x *exportContents, pub, expectHeadHash string, witnessKeys []string) *offlineReport {
 	rep := &offlineReport{Format: x.Format, PublicKey: pub, Problems: []client.SessionIssue{}}
 	problem := func(ledger, field, format string, args ...any) {
 		rep.Problems = append(rep.Problems, client.SessionIssue{LedgerID: ledger, Field: field, Detail: fmt.Sprintf(format, args...)})
@@ -306,10 +308,12 @@ func verifyExport(x *exportContents, pub, expectHeadHash string) *offlineReport 
 
 	t := x.Trail
 	if t == nil || t.Session == nil {
+		rep.Log = verifyExportLog(nil, x.Ledgers, pub, witnessKeys, problem)
 		problem("", "session", "the export holds no session, so no signed head move: nothing says which ledger is the head")
 		rep.OK = false
 		return rep
 	}
+	rep.Log = verifyExportLog(t.Log, x.Ledgers, pub, witnessKeys, problem)
 	s := t.Session
 	rep.SessionID = s.ID
 	if t.PublicKey != "" && t.PublicKey != pub {
@@ -373,7 +377,7 @@ func verifyExport(x *exportContents, pub, expectHeadHash string) *offlineReport 
 }
 
 // verifyOffline runs kura verify --pubkey on an export file ("-": stdin).
-func (c *cli) verifyOffline(file, pubFlag, expectHeadHash string) error {
+func (c *cli) verifyOffline(file, pubFlag, expectHeadHash string, witnessKeys []string) error {
 	pub, err := parsePubKeyFlag(pubFlag)
 	if err != nil {
 		return usagef("%v", err)
@@ -391,7 +395,7 @@ func (c *cli) verifyOffline(file, pubFlag, expectHeadHash string) error {
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", file, err)
 	}
-	rep := verifyExport(x, pub, expectHeadHash)
+	rep := verifyExport(x, pub, expectHeadHash, witnessKeys)
 	if c.json {
 		if err := c.printJSON(rep); err != nil {
 			return err
@@ -403,6 +407,7 @@ func (c *cli) verifyOffline(file, pubFlag, expectHeadHash string) error {
 		}
 		fmt.Fprintf(c.stdout, "%s export %s (%s, session %s): %s, %s, %s checked offline against %s\n", status, file, rep.Format, orNone(rep.SessionID),
 			plural(rep.LedgersChecked, "ledger"), plural(rep.RecordsChecked, "record"), plural(rep.HeadMovesChecked, "head move"), pub)
+		printOfflineLog(c.stdout, rep.Log)
 		if len(rep.Redacted) > 0 {
 			fmt.Fprintf(c.stdout, "  redacted: %s\n", strings.Join(rep.Redacted, " "))
 		}

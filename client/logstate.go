@@ -1,0 +1,223 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// CheckpointState keeps, per log origin, the last checkpoint a client
+// verified and the verifier keys it pinned, so that every later checkpoint
+// is checked to extend it: a server put back to an older copy of its data
+// (genuinely signed, but smaller or forked) is caught by the client that
+// kept what it saw. Layout: Dir/<escaped origin>/checkpoint (the note as
+// served) and Dir/<escaped origin>/vkeys (one verifier key a line). Files
+// are replaced by write-temp, fsync, rename, fsync the directory.
+type CheckpointState struct {
+	Dir string
+}
+
+// KeptCheckpoint is what a CheckpointState holds for one origin.
+type KeptCheckpoint struct {
+	Checkpoint *Checkpoint
+	VKeys      []string
+}
+
+// StateUpdate says what CheckpointState.Update did.
+type StateUpdate struct {
+	Origin   string
+	Old      *Checkpoint // nil on first use
+	New      *Checkpoint
+	FirstUse bool   // nothing was kept: the key was pinned on trust
+	KeyAdded string // a rotated key now pinned beside the old ones
+}
+
+// originDir names the directory of origin: path-escaped, so that an origin
+// holding "/" or ".." stays one directory inside Dir.
+func (s *CheckpointState) originDir(origin string) (string, error) {
+	if origin == "" {
+		return "", errors.New("checkpoint state: empty origin")
+	}
+	name := url.PathEscape(origin)
+	if name == "." || name == ".." {
+		name = strings.ReplaceAll(name, ".", "%2E")
+	}
+	return filepath.Join(s.Dir, name), nil
+}
+
+// Load returns what is kept for origin, nil when nothing is. A kept file
+// that does not parse or verify is an error naming it: it is never silently
+// replaced, since that would make the client trust the next server anew.
+func (s *CheckpointState) Load(origin string) (*KeptCheckpoint, error) {
+	dir, err := s.originDir(origin)
+	if err != nil {
+		return nil, err
+	}
+	cpPath, keyPath := filepath.Join(dir, "checkpoint"), filepath.Join(dir, "vkeys")
+	text, err := os.ReadFile(cpPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, kerr := os.Stat(keyPath); kerr == nil {
+			return nil, fmt.Errorf("checkpoint state %s: keys kept but no checkpoint; remove the directory only if you mean to trust the server anew", dir)
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint state: %w", err)
+	}
+	kb, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint state %s: %w", dir, err)
+	}
+	var keys []string
+	sc := bufio.NewScanner(bytes.NewReader(kb))
+	for sc.Scan() {
+		if k := strings.TrimSpace(sc.Text()); k != "" {
+			if _, err := note.NewVerifier(k); err != nil {
+				return nil, fmt.Errorf("checkpoint state %s: corrupt: verifier key %q: %v", keyPath, k, err)
+			}
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("checkpoint state %s: corrupt: no verifier key", keyPath)
+	}
+	cp, err := VerifyCheckpoint(text, keys...)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint state %s: corrupt: %v", cpPath, err)
+	}
+	if cp.Origin != origin {
+		return nil, fmt.Errorf("checkpoint state %s: corrupt: holds origin %q", cpPath, cp.Origin)
+	}
+	return &KeptCheckpoint{Checkpoint: cp, VKeys: keys}, nil
+}
+
+// Update checks the server's checkpoint text against what is kept for its
+// origin and keeps it. advertisedVKey is the key the server names now
+// (/v1/info log_vkey): it is pinned on first use, and added to the pins
+// when a checkpoint is signed by both it and a pinned key (key rotation).
+// A checkpoint no pinned key signed, a smaller tree, another root at the
+// same size or a consistency proof that fails is refused (*LogCheckError)
+// and the kept state is left as it was. The proof is fetched through c.
+func (s *CheckpointState) Update(ctx context.Context, c *Client, text []byte, advertisedVKey string) (*StateUpdate, error) {
+	origin, err := CheckpointOrigin(text)
+	if err != nil {
+		return nil, err
+	}
+	kept, err := s.Load(origin)
+	if err != nil {
+		return nil, err
+	}
+	up := &StateUpdate{Origin: origin}
+	keys := []string{advertisedVKey}
+	if kept == nil {
+		if advertisedVKey == "" {
+			return nil, badSignature("log %s: no verifier key to pin (kurad names none in /v1/info)", origin)
+		}
+		if up.New, err = VerifyCheckpoint(text, advertisedVKey); err != nil {
+			return nil, err
+		}
+		up.FirstUse = true
+	} else {
+		keys = kept.VKeys
+		up.Old = kept.Checkpoint
+		if up.New, err = VerifyCheckpoint(text, keys...); err != nil {
+			var le *LogCheckError
+			if errors.As(err, &le) && advertisedVKey != "" && !slices.Contains(keys, advertisedVKey) {
+				le.Msg += fmt.Sprintf("; kurad now names key %s, which is pinned only from a checkpoint signed by both it and a pinned key", advertisedVKey)
+			}
+			return nil, err
+		}
+		if advertisedVKey != "" && !slices.Contains(keys, advertisedVKey) {
+			if _, err := VerifyCheckpoint(text, advertisedVKey); err == nil {
+				keys = append(slices.Clone(keys), advertisedVKey)
+				up.KeyAdded = advertisedVKey
+			}
+		}
+		if up.New.Size > up.Old.Size && up.Old.Size > 0 {
+			p, err := c.LogConsistency(ctx, up.Old.Size, up.New.Size)
+			if err != nil {
+				return nil, fmt.Errorf("log %s: consistency proof %d -> %d: %w", origin, up.Old.Size, up.New.Size, err)
+			}
+			if err := CheckConsistency(up.Old, up.New, p.Proof); err != nil {
+				return nil, err
+			}
+		} else if err := CheckConsistency(up.Old, up.New, nil); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.save(origin, text, keys); err != nil {
+		return nil, err
+	}
+	return up, nil
+}
+
+// Save keeps text and keys for origin as they are, after checking that one
+// of keys signed text; for callers that verified the checkpoint otherwise.
+func (s *CheckpointState) Save(text []byte, keys ...string) error {
+	cp, err := VerifyCheckpoint(text, keys...)
+	if err != nil {
+		return err
+	}
+	return s.save(cp.Origin, text, keys)
+}
+
+func (s *CheckpointState) save(origin string, text []byte, keys []string) error {
+	dir, err := s.originDir(origin)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("checkpoint state: %w", err)
+	}
+	// Keys first: a crash between the two leaves a pin beside the old
+	// checkpoint, which only ever verifies what that key signed.
+	if err := writeDurably(filepath.Join(dir, "vkeys"), []byte(strings.Join(keys, "\n")+"\n")); err != nil {
+		return err
+	}
+	return writeDurably(filepath.Join(dir, "checkpoint"), text)
+}
+
+// writeDurably replaces path with data: write a temporary file beside it,
+// fsync, rename over path, fsync the directory so the rename survives a
+// power cut.
+func writeDurably(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("checkpoint state: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("checkpoint state: write %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("checkpoint state: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("checkpoint state: sync %s: %w", dir, err)
+	}
+	return nil
+}
