@@ -295,7 +295,7 @@ var attacks = []struct {
 		l := e.headLedger(e.sessions[0])
 		a := e.one(`SELECT record_id FROM ledger_records WHERE ledger_id = ? AND pos = 1`, l)
 		b := e.one(`SELECT record_id FROM ledger_records WHERE ledger_id = ? AND pos = 2`, l)
-		e.edit(`UPDATE ledger_records SET record_id = CASE pos WHEN 1 THEN '`+b+`' ELSE '`+a+`' END WHERE ledger_id = '`+l+`' AND pos IN (1, 2)`)
+		e.edit(`UPDATE ledger_records SET record_id = CASE pos WHEN 1 THEN '` + b + `' ELSE '` + a + `' END WHERE ledger_id = '` + l + `' AND pos IN (1, 2)`)
 	}},
 	{"forged insertion", func(e *attackEnv) {
 		// A record of another ledger slipped into this one, at the end,

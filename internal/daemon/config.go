@@ -21,6 +21,7 @@ import (
 	"github.com/kura-memory/kura/internal/embed"
 	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/store"
 )
 
 // Config is kurad's configuration. It is built from defaults, then an
@@ -397,6 +398,9 @@ func loadFile(c *Config, path string, byEnv map[string]setting) error {
 func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("data-dir: must not be empty")
+	}
+	if c.LogOrigin != "" && !store.ValidOrigin(c.LogOrigin) {
+		return fmt.Errorf("log-origin: %q must be printable ASCII without spaces or '+' (it names the log in every checkpoint)", c.LogOrigin)
 	}
 	c.tokenCount = 0
 	if c.TokensFile != "" {
