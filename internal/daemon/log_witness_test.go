@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/daemon"
 )
 
@@ -286,4 +287,48 @@ func TestLog_KeyRotationCoSignsCheckpoints(t *testing.T) {
 			t.Errorf("the %s key does not verify the checkpoint: %v\n%s", name, err, cp)
 		}
 	}
+}
+
+// With tokens on, a key inside the data directory is named at start: a
+// copy of the directory could re-sign its history. Outside it, no warning.
+func TestLog_WarnsOfAKeyInsideTheDataDirectory(t *testing.T) {
+	t.Parallel()
+	for _, inside := range []bool{true, false} {
+		root := t.TempDir()
+		tokens := filepath.Join(root, "tokens")
+		if err := os.WriteFile(tokens, []byte(auth.HashToken("t0ken")+" user:root admin * *\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := daemon.DefaultConfig()
+		cfg.DataDir = filepath.Join(root, "data")
+		cfg.KeyFile = filepath.Join(root, "kurad.key")
+		if inside {
+			cfg.KeyFile = filepath.Join(cfg.DataDir, "kurad.key")
+		}
+		cfg.HTTPAddr, cfg.NATSAddr, cfg.TokensFile = "127.0.0.1:0", "127.0.0.1:0", tokens
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		m := daemon.NewMain(cfg, "test", &syncWriter{w: &out})
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		stop(t, m)
+		warned := strings.Contains(out.String(), "signing key lies inside the data directory")
+		if warned != inside {
+			t.Errorf("key inside %v: warned %v\n%s", inside, warned, out.String())
+		}
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
