@@ -138,7 +138,13 @@ func newAttackEnv(t *testing.T) *attackEnv {
 	p := e.start(true)
 	e.wproc = exec.Command(kuraBinary(t), "witness", "--state", filepath.Join(root, "witness"), "--listen", waddr,
 		"--log", p.Base, "--poll", "50ms")
-	e.wproc.Stdout, e.wproc.Stderr = os.Stderr, os.Stderr
+	wlog := &kuradtest.SyncBuffer{}
+	e.wproc.Stdout, e.wproc.Stderr = wlog, wlog
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("witness log:\n%s", wlog.String())
+		}
+	})
 	if err := e.wproc.Start(); err != nil {
 		t.Fatal(err)
 	}

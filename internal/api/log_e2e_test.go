@@ -270,7 +270,17 @@ func TestLog_CheckpointOnNATS(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no checkpoint of size 3 on NATS: %v", err)
 		}
-		if _, size, _ := openCheckpoint(t, msg.Data, info.LogVKey); size == 3 {
+		var payload struct {
+			Type       string `json:"type"`
+			Size       int64  `json:"size"`
+			Checkpoint string `json:"checkpoint"`
+		}
+		if err := json.Unmarshal(msg.Data, &payload); err != nil || payload.Type != "log.checkpoint" || len(msg.Data) >= 512 {
+			t.Fatalf("checkpoint payload (%d bytes): %s", len(msg.Data), msg.Data)
+		}
+		if _, size, _ := openCheckpoint(t, []byte(payload.Checkpoint), info.LogVKey); size != payload.Size {
+			t.Fatalf("payload size %d, its note's %d", payload.Size, size)
+		} else if size == 3 {
 			break
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -82,8 +83,9 @@ type Config struct {
 	// RetiredKeys are older public keys: a witness's checkpoint signed by
 	// one of them is still this kurad's.
 	RetiredKeys []ed25519.PublicKey
-	// Publish sends a signed checkpoint on NATS; nil: not published.
-	Publish func(note []byte) error
+	// Publish sends a checkpoint's NATS payload (Payload); nil: not
+	// published.
+	Publish func(payload []byte) error
 	// Interval is the least time between two published checkpoints
 	// (coalescing); 0: 250 ms.
 	Interval time.Duration
@@ -100,6 +102,24 @@ type signed struct {
 	origin string
 	head   kura.LogHead
 	note   []byte // body and kurad's signature lines
+}
+
+// Payload is what a checkpoint's NATS message carries: JSON like every
+// other doorbell payload (a subscriber to oclaw.v1.> can read them all
+// alike), with the signed note whole, so a subscriber verifies it without
+// asking kurad. It has no seq: a checkpoint is not an event.
+type Payload struct {
+	Type       string `json:"type"` // "log.checkpoint"
+	Origin     string `json:"origin"`
+	Size       int64  `json:"size"`
+	Root       string `json:"root"` // base64
+	Checkpoint string `json:"checkpoint"`
+}
+
+func (s *signed) payload() []byte {
+	b, _ := json.Marshal(Payload{Type: "log.checkpoint", Origin: s.origin, Size: s.head.Size,
+		Root: base64.StdEncoding.EncodeToString(s.head.Root[:]), Checkpoint: string(s.note)})
+	return b
 }
 
 // Checkpointer signs, caches and publishes checkpoints, and watches the
@@ -262,7 +282,7 @@ func (c *Checkpointer) run() {
 				continue
 			}
 			if c.cfg.Publish != nil && (s.head != published || s.origin != origin) {
-				if err := c.cfg.Publish(s.note); err != nil {
+				if err := c.cfg.Publish(s.payload()); err != nil {
 					c.log.Warn("publish checkpoint", "err", err, "size", s.head.Size)
 				} else {
 					published, origin = s.head, s.origin

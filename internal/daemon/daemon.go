@@ -186,7 +186,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		// the API: a rolled-back log is known, and writes held, before the
 		// first request.
 		cp := checkpoint.New(checkpoint.Config{Log: m.store, Key: key, PreviousKey: previousKey, RetiredKeys: retired,
-			Publish:   func(note []byte) error { return m.doorbell.PublishRaw(kura.CheckpointSubject, note) },
+			Publish:   func(payload []byte) error { return m.doorbell.PublishRaw(kura.CheckpointSubject, payload) },
 			Witnesses: cfg.Witnesses, Poll: cfg.WitnessPoll, Logger: m.Logger.With("component", "log")})
 		m.log = cp
 		m.store.OnCommit(func([]kura.Event) { cp.Notify() })
