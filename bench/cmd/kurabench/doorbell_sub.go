@@ -95,6 +95,9 @@ func (s *doorbellSub) fail(why string) {
 // decoding is not part of the delivery time.
 func (s *doorbellSub) onEvent(m *nats.Msg) {
 	at := time.Now()
+	if m.Subject == kura.CheckpointSubject {
+		return // the log's checkpoints share the root; they are not events
+	}
 	var p struct {
 		Seq      int64  `json:"seq"`
 		Type     string `json:"type"`
