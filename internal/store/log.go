@@ -32,8 +32,23 @@ const (
 	metaLogOrigin = "log_origin"
 
 	qLogInsertHash = "INSERT INTO log_hashes(leaf, hashes) VALUES(?, ?)"
+	// logChunk leaves go in with one qLogInsertChunk.
+	logChunk = 64
 	qLogSetSize    = `INSERT INTO meta(key, value) VALUES('` + metaLogSize + `', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`
 )
+
+// qLeafEvents reads events as leaves. A record.written event does not
+// store its digest: it is the record's seal, read from the record (the
+// biggest share of events, so the event log stays as small as before the
+// Merkle log); an edited seal then no longer hashes to the leaf.
+const qLeafEvents = `SELECT seq, id, type, project, subject, refs, created_at,
+	CASE WHEN type = 'record.written' AND digest = ''
+		THEN coalesce((SELECT seal FROM records WHERE id = json_extract(events.refs, '$.record_id')), '')
+		ELSE digest END
+	FROM events WHERE seq > ? AND seq <= ? ORDER BY seq`
+
+// qLogInsertChunk inserts logChunk leaves' rows at once.
+var qLogInsertChunk = "INSERT INTO log_hashes(leaf, hashes) VALUES(?, ?)" + strings.Repeat(",(?, ?)", logChunk-1)
 
 // LogHead is the tree as of the last commit.
 type LogHead = kura.LogHead
@@ -277,7 +292,7 @@ func (db *DB) backfillLog(ctx context.Context) error {
 			return fmt.Errorf("log backfill: %w", err)
 		}
 		upper := min(last, db.logs.size+1000)
-		rows, err := tx.QueryContext(ctx, "SELECT seq, id, type, project, subject, refs, created_at, digest FROM events WHERE seq > ? AND seq <= ? ORDER BY seq", db.logs.size, upper)
+		rows, err := tx.QueryContext(ctx, qLeafEvents, db.logs.size, upper)
 		if err != nil {
 			tx.Rollback()
 			return fmt.Errorf("log backfill: %w", err)
@@ -335,17 +350,15 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event) er
 	var err error
 	pending := make(map[int64]tlog.Hash, 2*len(events)+8)
 	r := hashReader{ctx: ctx, q: tx, maps: []map[int64]tlog.Hash{pending, db.logs.frontier}}
-	ins := db.stmts[qLogInsertHash]
-	if ins == nil {
-		// Backfill runs before the writer's statements are prepared.
-		if ins, err = tx.PrepareContext(ctx, qLogInsertHash); err != nil {
-			return err
-		}
-		defer ins.Close()
-	} else {
-		ins = tx.StmtContext(ctx, ins)
+	// Rows go in as multi-row INSERTs of logChunk: one statement call per
+	// chunk instead of per leaf, which a batch of a thousand records
+	// otherwise pays a thousand times.
+	type leafRow struct {
+		leaf   int64
+		hashes []byte
 	}
-	row := make([]byte, 0, 64*tlog.HashSize)
+	rows := make([]leafRow, 0, len(events))
+	flat := make([]byte, 0, 2*tlog.HashSize*len(events)+tlog.HashSize*64)
 	for i := range events {
 		e := &events[i]
 		var data []byte
@@ -362,15 +375,38 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event) er
 			return fmt.Errorf("log: leaf %d: %w", n, err)
 		}
 		base := tlog.StoredHashIndex(0, n)
-		row = row[:0]
+		start := len(flat)
 		for j, h := range hs {
 			pending[base+int64(j)] = h
-			row = append(row, h[:]...)
+			flat = append(flat, h[:]...)
 		}
-		if _, err := ins.ExecContext(ctx, n, row); err != nil {
+		rows = append(rows, leafRow{n, flat[start:len(flat):len(flat)]})
+		n++
+	}
+	for len(rows) > 0 {
+		k := min(len(rows), logChunk)
+		if k < logChunk {
+			k = 1
+		}
+		q := qLogInsertHash
+		if k == logChunk {
+			q = qLogInsertChunk
+		}
+		st := db.stmts[q]
+		args := make([]any, 0, 2*k)
+		for _, row := range rows[:k] {
+			args = append(args, row.leaf, row.hashes)
+		}
+		if st == nil {
+			// Backfill runs before the writer's statements are prepared.
+			_, err = tx.ExecContext(ctx, q, args...)
+		} else {
+			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		}
+		if err != nil {
 			return err
 		}
-		n++
+		rows = rows[k:]
 	}
 	setSize := db.stmts[qLogSetSize]
 	if setSize == nil {
@@ -537,7 +573,7 @@ func (db *DB) LogLeaves(ctx context.Context, start, end int64, visible func(*kur
 	for i := range out {
 		out[i].Hash = [32]byte(hs[i])
 	}
-	rows, err := db.rdb.QueryContext(ctx, "SELECT seq, id, type, project, subject, refs, created_at, digest FROM events WHERE seq > ? AND seq <= ? ORDER BY seq", start, end)
+	rows, err := db.rdb.QueryContext(ctx, qLeafEvents, start, end)
 	if err != nil {
 		return nil, mapErr(err)
 	}

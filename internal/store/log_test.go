@@ -306,3 +306,31 @@ func logRecords(tb testing.TB, db *store.DB, start, n int) {
 		}
 	}
 }
+
+// A batch of more leaves than one multi-row insert holds (and a remainder)
+// lands whole: the tree still matches its leaves, across two batches.
+func TestLog_LargeBatches(t *testing.T) {
+	t.Parallel()
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	for b := 0; b < 2; b++ {
+		ins := make([]kura.RecordInput, 150)
+		for i := range ins {
+			ins[i] = thought(1000*b + i)
+		}
+		if _, err := db.CreateRecords(ctx, ins); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := db.Log()
+	if head.Size != 300 || head.Size != db.LastEventSeq() {
+		t.Fatalf("size %d, last seq %d", head.Size, db.LastEventSeq())
+	}
+	if root, _ := treeFromLeaves(t, db, head.Size); root != tlog.Hash(head.Root) {
+		t.Fatal("the tree does not match its leaves after large batches")
+	}
+	leaf, proof, _, err := db.LogInclusion(ctx, 200, 0)
+	if err != nil || tlog.CheckRecord(proof, head.Size, tlog.Hash(head.Root), 199, leaf) != nil {
+		t.Fatalf("inclusion in a large batch: %v", err)
+	}
+}

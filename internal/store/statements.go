@@ -9,6 +9,7 @@ func writeStatements() []string {
 	qs := []string{
 		qMetaValue,
 		qLogInsertHash,
+		qLogInsertChunk,
 		qLogSetSize,
 		qMaxEventSeq,
 		qDeleteEvents,

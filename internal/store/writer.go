@@ -107,7 +107,11 @@ func (tx *Tx) addEvent(typ, project, subject string, refs map[string]string, dig
 	b := refsJSON(refs)
 	id := uuid.Must(uuid.NewV7()).String()
 	at := tx.NowString()
-	res, err := tx.Exec(qInsertEvent, id, typ, project, subject, string(b), at, digest)
+	stored := digest
+	if typ == kura.EventRecordWritten {
+		stored = "" // the record's seal (qLeafEvents)
+	}
+	res, err := tx.Exec(qInsertEvent, id, typ, project, subject, string(b), at, stored)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,8 @@
 -- The one Merkle log (shared/API.md, "Log, checkpoints and witnesses"):
 -- leaf i is the event with seq i+1. digest is the hash of what the event
 -- names, part of the leaf data; events written before this migration keep
--- '' and commit to their ids alone.
+-- '' and commit to their ids alone, except record.written, whose digest is
+-- always the record's seal, read from the record (never stored here).
 ALTER TABLE events ADD COLUMN digest TEXT NOT NULL DEFAULT '';
 
 -- The tree's stored hashes (golang.org/x/mod/sumdb/tlog), one row per
