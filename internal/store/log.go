@@ -33,8 +33,8 @@ const (
 
 	qLogInsertHash = "INSERT INTO log_hashes(leaf, hashes) VALUES(?, ?)"
 	// logChunk leaves go in with one qLogInsertChunk.
-	logChunk = 64
-	qLogSetSize    = `INSERT INTO meta(key, value) VALUES('` + metaLogSize + `', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`
+	logChunk    = 64
+	qLogSetSize = `INSERT INTO meta(key, value) VALUES('` + metaLogSize + `', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`
 )
 
 // qLeafEvents reads events as leaves. A record.written event does not
