@@ -18,6 +18,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/daemon"
+	"github.com/kura-memory/kura/internal/kuradtest"
 )
 
 // standInWitness serves checkpoints it was handed, as a witness's
@@ -309,8 +310,8 @@ func TestLog_WarnsOfAKeyInsideTheDataDirectory(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		var out strings.Builder
-		m := daemon.NewMain(cfg, "test", &syncWriter{w: &out})
+		out := &kuradtest.SyncBuffer{}
+		m := daemon.NewMain(cfg, "test", out)
 		if err := m.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -320,15 +321,4 @@ func TestLog_WarnsOfAKeyInsideTheDataDirectory(t *testing.T) {
 			t.Errorf("key inside %v: warned %v\n%s", inside, warned, out.String())
 		}
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
