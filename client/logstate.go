@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kura-memory/kura/internal/atomicfile"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -181,43 +182,11 @@ func (s *CheckpointState) save(origin string, text []byte, keys []string) error 
 	}
 	// Keys first: a crash between the two leaves a pin beside the old
 	// checkpoint, which only ever verifies what that key signed.
-	if err := writeDurably(filepath.Join(dir, "vkeys"), []byte(strings.Join(keys, "\n")+"\n")); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "vkeys"), []byte(strings.Join(keys, "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
-	return writeDurably(filepath.Join(dir, "checkpoint"), text)
-}
-
-// writeDurably replaces path with data: write a temporary file beside it,
-// fsync, rename over path, fsync the directory so the rename survives a
-// power cut.
-func writeDurably(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "checkpoint"), text, 0o600); err != nil {
 		return fmt.Errorf("checkpoint state: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("checkpoint state: write %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("checkpoint state: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("checkpoint state: sync %s: %w", dir, err)
 	}
 	return nil
 }

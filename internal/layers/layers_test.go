@@ -29,6 +29,7 @@ var layer = map[string]int{
 	"internal/auth":       pure, // tokens and principals: a file's rules, no I/O but reading it
 	"internal/keys":       pure, // the signing key: a file, no SQL, HTTP or NATS
 	"internal/dirlock":    pure, // a lock file
+	"internal/atomicfile": pure, // a file replaced whole, durably
 
 	"internal/api":        adapter,
 	"internal/store":      adapter,

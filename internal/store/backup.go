@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kura-memory/kura/internal/atomicfile"
 	"github.com/kura-memory/kura/internal/dirlock"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/kurahash"
@@ -141,7 +142,6 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 		// A backup that did not finish is worthless and must not be
 		// mistaken for one: nothing of it stays.
 		os.Remove(dst)
-		os.Remove(filepath.Join(dir, BackupManifest+".tmp"))
 		if created {
 			os.Remove(dir)
 		}
@@ -202,7 +202,7 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 	if db.backups.gen != gen {
 		return nil, errBackupAbandoned()
 	}
-	if err := writeFileAtomic(filepath.Join(dir, BackupManifest), append(body, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, BackupManifest), append(body, '\n'), 0o600); err != nil {
 		return nil, mapErr(fmt.Errorf("backup: %w", err))
 	}
 	ok = true
@@ -495,7 +495,7 @@ func Restore(ctx context.Context, o RestoreOptions) (*kura.RestoreReport, error)
 	if err := os.Rename(staged, rep.Database); err != nil {
 		return rep, fmt.Errorf("restore: %w", err)
 	}
-	if err := syncDir(dataDir); err != nil {
+	if err := atomicfile.SyncDir(dataDir); err != nil {
 		return rep, fmt.Errorf("restore: %w", err)
 	}
 	return rep, nil
@@ -536,7 +536,7 @@ func moveAside(dir string, names []string, prefix string) (string, error) {
 	}
 	// Best effort: the moves are done, and failing here would leave the
 	// data dir with neither the old database nor the new one.
-	syncDir(aside)
+	atomicfile.SyncDir(aside)
 	return aside, nil
 }
 
@@ -708,42 +708,4 @@ func syncFile(path string) error {
 		err = cerr
 	}
 	return err
-}
-
-// syncDir makes renames and new entries in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// writeFileAtomic writes path in full under a temporary name, syncs it and
-// renames it into place.
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kura-memory/kura/internal/atomicfile"
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -48,53 +49,6 @@ func stateFileName(origin string) string {
 	return statePrefix + hex.EncodeToString(sum[:]) + ".json"
 }
 
-// writeFileDurable replaces dir/name with data so that a crash leaves either
-// the old file or the new one, never a torn one: write a temporary file in
-// the same directory, fsync it, rename it over, fsync the directory so the
-// rename itself is on disk.
-func writeFileDurable(dir, name string, data []byte, perm fs.FileMode) error {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		return fail(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
-}
-
 // loadOrCreateKey returns the witness's signer key from dir, creating it
 // (named name) on first start. The cosignature verifier key is written next
 // to it so an operator can hand it to kurad and clients without the secret.
@@ -109,14 +63,14 @@ func loadOrCreateKey(dir, name string) (skey, vkey string, err error) {
 		if err != nil {
 			return "", "", fmt.Errorf("generate witness key: %w", err)
 		}
-		if err := writeFileDurable(dir, keyFile, []byte(skey+"\n"), 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, keyFile), []byte(skey+"\n"), 0o600); err != nil {
 			return "", "", err
 		}
 		vkey, err = fnote.VKeyToCosignatureV1(plain)
 		if err != nil {
 			return "", "", fmt.Errorf("witness verifier key: %w", err)
 		}
-		if err := writeFileDurable(dir, vkeyFile, []byte(vkey+"\n"), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, vkeyFile), []byte(vkey+"\n"), 0o644); err != nil {
 			return "", "", err
 		}
 		return skey, vkey, nil
@@ -190,5 +144,5 @@ func saveState(dir string, st *logState) error {
 	if err != nil {
 		return fmt.Errorf("encode state of %s: %w", st.Origin, err)
 	}
-	return writeFileDurable(dir, stateFileName(st.Origin), append(b, '\n'), 0o600)
+	return atomicfile.Write(filepath.Join(dir, stateFileName(st.Origin)), append(b, '\n'), 0o600)
 }
