@@ -343,8 +343,7 @@ var attacks = []struct {
 		}
 		stmts = append(stmts,
 			`DELETE FROM events WHERE seq > `+cut,
-			`DELETE FROM log_hashes WHERE leaf >= `+cut,
-			`UPDATE meta SET value = '`+cut+`' WHERE key = 'log_size'`)
+			`DELETE FROM log_hashes WHERE leaf >= `+cut)
 		e.edit(stmts...)
 	}},
 }

@@ -28,13 +28,11 @@ import (
 // the tree read nothing from the database.
 
 const (
-	metaLogSize   = "log_size"
 	metaLogOrigin = "log_origin"
 
 	qLogInsertHash = "INSERT INTO log_hashes(leaf, hashes) VALUES(?, ?)"
 	// logChunk leaves go in with one qLogInsertChunk.
-	logChunk    = 64
-	qLogSetSize = `INSERT INTO meta(key, value) VALUES('` + metaLogSize + `', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`
+	logChunk = 64
 )
 
 // qLeafEvents reads events as leaves. A record.written event does not
@@ -193,16 +191,11 @@ func (db *DB) openLog(ctx context.Context) error {
 		return err
 	}
 	db.logs.origin.Store(&origin)
-	var v sql.NullString
-	err = db.wdb.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", metaLogSize).Scan(&v)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("open log: %w", err)
-	}
+	// The tree's size is its number of leaves: one log_hashes row each,
+	// the last one leaf size-1 (rows are only ever appended).
 	var size int64
-	if v.Valid {
-		if size, err = strconv.ParseInt(v.String, 10, 64); err != nil || size < 0 {
-			return fmt.Errorf("open log: meta %s is not a tree size: %q", metaLogSize, v.String)
-		}
+	if err := db.wdb.QueryRowContext(ctx, "SELECT coalesce(max(leaf) + 1, 0) FROM log_hashes").Scan(&size); err != nil {
+		return fmt.Errorf("open log: %w", err)
 	}
 	if err := db.loadFrontier(ctx, size); err != nil {
 		return err
@@ -407,15 +400,6 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event) er
 			return err
 		}
 		rows = rows[k:]
-	}
-	setSize := db.stmts[qLogSetSize]
-	if setSize == nil {
-		_, err = tx.ExecContext(ctx, qLogSetSize, strconv.FormatInt(n, 10))
-	} else {
-		_, err = tx.StmtContext(ctx, setSize).ExecContext(ctx, strconv.FormatInt(n, 10))
-	}
-	if err != nil {
-		return err
 	}
 	idx := frontierIndexes(n)
 	hs, err := r.ReadHashes(idx)

@@ -10,7 +10,6 @@ func writeStatements() []string {
 		qMetaValue,
 		qLogInsertHash,
 		qLogInsertChunk,
-		qLogSetSize,
 		qMaxEventSeq,
 		qDeleteEvents,
 		qSetMeta,
