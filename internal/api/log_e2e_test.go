@@ -300,3 +300,48 @@ func httpPost(t *testing.T, url, body string) (int, []byte) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b
 }
+
+// A token limited to some projects gets every leaf hash (a monitor still
+// rebuilds the tree) but only the data of events it may read; the admin
+// acknowledgement needs an unlimited admin. Bodies past the limit or of
+// another type are refused before anything is decided.
+func TestLog_LeavesFollowTheFeedsScopes(t *testing.T) {
+	t.Parallel()
+	e := startAuthKurad(t, nil)
+	for _, p := range []string{"alpha", "beta"} {
+		if code, b := e.do(tRoot, "POST", "/v1/records", `{"type":"agent.thought","content":"in `+p+`","author_id":"user:root","metadata":{"project_id":"`+p+`"}}`); code != 201 {
+			t.Fatalf("record in %s: %d %s", p, code, b)
+		}
+	}
+	var all, limited struct {
+		Leaves []struct {
+			Seq      int64  `json:"seq"`
+			LeafHash string `json:"leaf_hash"`
+			Data     string `json:"data"`
+		} `json:"leaves"`
+	}
+	_, b := e.do(tRoot, "GET", "/v1/log/leaves?start=0&end=2", "")
+	if err := json.Unmarshal(b, &all); err != nil || len(all.Leaves) != 2 {
+		t.Fatalf("root: %s", b)
+	}
+	_, b = e.do(tRA, "GET", "/v1/log/leaves?start=0&end=2", "")
+	if err := json.Unmarshal(b, &limited); err != nil || len(limited.Leaves) != 2 {
+		t.Fatalf("reader of alpha: %s", b)
+	}
+	for i := range all.Leaves {
+		data, _ := base64.StdEncoding.DecodeString(all.Leaves[i].Data)
+		inAlpha := strings.Contains(string(data), `"project":"alpha"`)
+		if all.Leaves[i].Data == "" || limited.Leaves[i].LeafHash != all.Leaves[i].LeafHash {
+			t.Errorf("leaf %d: root sees %q; hashes %s / %s", i, all.Leaves[i].Data, all.Leaves[i].LeafHash, limited.Leaves[i].LeafHash)
+		}
+		if (limited.Leaves[i].Data != "") != inAlpha {
+			t.Errorf("leaf %d (%s): the reader of alpha sees data %v", i, data, limited.Leaves[i].Data != "")
+		}
+	}
+	if code, b := e.do(tRA, "POST", "/v1/admin/log/acknowledge", `{"reason":"x"}`); code != 403 {
+		t.Errorf("acknowledge as a reader: %d %s", code, b)
+	}
+	if code, b := e.do(tRoot, "POST", "/v1/admin/log/acknowledge", `{"reason":"`+strings.Repeat("x", 5<<20)+`"}`); code != 413 || !strings.Contains(string(b), `"too_large"`) {
+		t.Errorf("acknowledge with an oversized body: %d %.200s", code, b)
+	}
+}

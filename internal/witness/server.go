@@ -21,13 +21,22 @@ func (w *Witness) handler() http.Handler {
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusNotFound, "not_found", "no such path: "+r.URL.Path)
 	})
-	return mux
+	// Everything the witness serves is read-only: any other method gets
+	// kurad's error body, not the mux's plain-text 405.
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			rw.Header().Set("Allow", "GET, HEAD")
+			writeError(rw, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not served; the witness only answers GET")
+			return
+		}
+		mux.ServeHTTP(rw, r)
+	})
 }
 
 func (w *Witness) handleCheckpoint(rw http.ResponseWriter, r *http.Request) {
 	origin := r.URL.Query().Get("origin")
 	if origin == "" {
-		writeError(rw, http.StatusBadRequest, "invalid", "origin is required")
+		writeError(rw, http.StatusBadRequest, "invalid_argument", "origin is required")
 		return
 	}
 	st, ok := w.checkpoint(origin)
