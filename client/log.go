@@ -129,21 +129,16 @@ type LogInclusionProof struct {
 // LogInclusion returns the proof that the event with seq is leaf seq-1 of
 // the tree of size size (size 0: kurad's current size).
 func (c *Client) LogInclusion(ctx context.Context, seq, size int64) (*LogInclusionProof, error) {
-	q := url.Values{"seq": {strconv.FormatInt(seq, 10)}}
-	if size > 0 {
-		q.Set("size", strconv.FormatInt(size, 10))
-	}
-	var out LogInclusionProof
-	if err := c.do(ctx, "log inclusion", http.MethodGet, "/v1/log/inclusion", q, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return c.logInclusion(ctx, url.Values{"seq": {strconv.FormatInt(seq, 10)}}, size)
 }
 
 // LogInclusionByLedger returns the inclusion proof of the ledger.written
 // event of ledger id, with its leaf data (size 0: kurad's current size).
 func (c *Client) LogInclusionByLedger(ctx context.Context, ledgerID string, size int64) (*LogInclusionProof, error) {
-	q := url.Values{"ledger_id": {ledgerID}}
+	return c.logInclusion(ctx, url.Values{"ledger_id": {ledgerID}}, size)
+}
+
+func (c *Client) logInclusion(ctx context.Context, q url.Values, size int64) (*LogInclusionProof, error) {
 	if size > 0 {
 		q.Set("size", strconv.FormatInt(size, 10))
 	}
