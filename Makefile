@@ -8,7 +8,8 @@ BIN     := bin
 FUZZTIME ?= 30s
 FUZZTIME_CI ?= 2000x
 
-.PHONY: all run build test check vet fmt-check cross smoke-cross dist install fuzz fuzz-ci bench bench-quick reliability soak clean
+.PHONY: all run build test check vet fmt-check cross smoke-cross dist install fuzz fuzz-ci bench bench-quick reliability soak clean \
+	test-clients test-python test-typescript kurad-test
 
 all: build
 
@@ -21,10 +22,12 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kurad ./cmd/kurad
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kura ./cmd/kura
 
-## test: vet, the race-enabled test suite, every fuzz target briefly, and the
-## Raspberry Pi cross builds smoke-tested under qemu-user
+## test: vet, the race-enabled test suite, the Python and TypeScript clients'
+## suites, every fuzz target briefly, and the Raspberry Pi cross builds
+## smoke-tested under qemu-user
 test: vet
 	$(GO) test -race -timeout 20m ./...
+	$(MAKE) test-clients
 	$(MAKE) fuzz-ci
 	$(MAKE) smoke-cross
 
@@ -36,6 +39,27 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+## kurad-test: the kurad binary the client suites start (port 0, temp data
+## dir). Built as the Go tests build it, so the build cache already holds it.
+KURAD_TEST := $(abspath $(BIN))/test/kurad
+kurad-test:
+	$(GO) build -o $(KURAD_TEST) ./cmd/kurad
+
+## test-clients: the Python and TypeScript clients' own suites and their
+## examples, against a real kurad
+test-clients: test-python test-typescript
+
+## test-python: clients/python with unittest (standard library only; the
+## Ed25519 checks use python3-cryptography when it is installed)
+test-python: kurad-test
+	cd clients/python && KURAD_BIN=$(KURAD_TEST) python3 -m unittest discover -s tests -t . -v
+
+## test-typescript: clients/typescript with node --test, after npm ci from the
+## committed lock (TypeScript is its only, build-time, dependency)
+test-typescript: kurad-test
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build && \
+		KURAD_BIN=$(KURAD_TEST) npm test --silent
 
 ## cross: CGO-free builds for linux/arm64 and linux/arm (GOARM=7), as for a Pi
 cross:
