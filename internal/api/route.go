@@ -147,6 +147,7 @@ func (s *Server) routes() []route {
 		s.kbRoutes(),
 		s.adminRoutes(),
 		s.logRoutes(),
+		s.uiRoutes(),
 	} {
 		all = append(all, nouns...)
 	}
