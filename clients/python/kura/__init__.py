@@ -4,6 +4,8 @@ offline verification of what it hands out (``kura.verify``)."""
 from __future__ import annotations
 
 from . import hashes, jcs, verify
+from .client import Client
+from .events import EventFollower
 from .errors import (
     APIError,
     BadRequest,
@@ -24,7 +26,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "APIError", "BadRequest", "Conflict", "InvalidInput", "KuraConnectionError", "KuraError",
+    "Client", "EventFollower", "APIError", "BadRequest", "Conflict", "InvalidInput", "KuraConnectionError", "KuraError",
     "KuraTimeoutError", "NotFound", "PermissionDenied", "RateLimited", "SignatureUnavailable",
     "Unauthenticated", "Unavailable", "VerificationError", "hashes", "jcs", "verify",
 ]

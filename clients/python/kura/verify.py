@@ -317,7 +317,7 @@ def _key_id(name: str, alg_and_key: bytes) -> bytes:
 
 def _parse_vkey(vkey: str, alg: int, kind: str) -> tuple[str, bytes, bytes]:
     """name+hex8+base64(alg||key) -> (name, key id, 32-byte key)."""
-    parts = vkey.rsplit("+", 2) if isinstance(vkey, str) else []
+    parts = vkey.split("+", 2) if isinstance(vkey, str) else []
     if len(parts) != 3 or not parts[0]:
         raise InvalidInput("%s %r is not name+hex8+base64" % (kind, vkey))
     name, hid, b = parts

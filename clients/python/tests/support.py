@@ -71,7 +71,8 @@ class Kurad:
                 raise RuntimeError("kurad exited with %s: %s" % (self.proc.returncode, self.logtext()))
             if url is None and os.path.exists(addr_file):
                 try:
-                    url = "http://" + json.load(open(addr_file))["http"]
+                    with open(addr_file) as f:
+                        url = "http://" + json.load(f)["http"]
                 except (ValueError, KeyError):
                     pass
             if url is not None:
@@ -87,7 +88,8 @@ class Kurad:
 
     def logtext(self) -> str:
         try:
-            return open(os.path.join(self.dir, "kurad.log.txt")).read()[-2000:]
+            with open(os.path.join(self.dir, "kurad.log.txt")) as f:
+                return f.read()[-2000:]
         except OSError:
             return ""
 
