@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EventFollower", "parse_sse"]
 
+_FRAME_STATUS = {"unauthenticated": 401, "permission_denied": 403, "unavailable": 503, "internal": 500}
+
 # Errors that another try cannot fix: stop following and raise.
 _FATAL = (BadRequest, Unauthenticated, PermissionDenied, NotFound)
 
@@ -165,9 +167,8 @@ class EventFollower:
             for frame in parse_sse(lines):
                 if frame.get("event") == "error":
                     body = json.loads(frame.get("data") or "{}").get("error", {})
-                    raise c._api_error(500 if body.get("code") == "internal" else 503 if body.get("code") == "unavailable"
-                                       else 401 if body.get("code") == "unauthenticated" else 500,
-                                       None, json.dumps({"error": body}).encode())
+                    status = _FRAME_STATUS.get(body.get("code", ""), 500)  # an error frame carries no status
+                    raise c._api_error(status, None, json.dumps({"error": body}).encode())
                 if not frame.get("data"):
                     continue
                 yield json.loads(frame["data"])
