@@ -3,6 +3,7 @@ connections on purpose."""
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -31,7 +32,9 @@ def go_binary(env: str, pkg: str, name: str) -> str:
         return os.environ[env]
     with _build_lock:
         if name not in _built:
-            out = Path(tempfile.mkdtemp(prefix="kura-py-bin-")) / name
+            d = tempfile.mkdtemp(prefix="kura-py-bin-")
+            atexit.register(shutil.rmtree, d, True)
+            out = Path(d) / name
             subprocess.run(["go", "build", "-o", str(out), pkg], cwd=REPO, check=True)
             _built[name] = str(out)
         return _built[name]
