@@ -1,0 +1,107 @@
+package ui_test
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/kura-memory/kura/internal/kuradtest"
+)
+
+// lineage writes a record and, in scope "prov", a diamond over it plus a
+// third level:
+//
+//	record ─┬─> episode:run ─┬─> belief:fast ──> decision:keep
+//	        └─> note:load ───┘
+//
+// and returns the record's id.
+func lineage(t *testing.T, base string) string {
+	t.Helper()
+	rec := postJSON(t, base, "/v1/records", `{"type":"agent.thought","content":"REST answers in 2 ms p99","author_id":"agent:bmo"}`, http.StatusCreated)
+	id := rec["id"].(string)
+	for _, body := range []string{
+		`{"kind":"episode","id":"run","title":"Benchmark run","summary":"2 ms p99","derived_from":["record:` + id + `"]}`,
+		`{"kind":"note","id":"load","title":"Pi load","summary":"CPU under 40%","derived_from":["record:` + id + `"]}`,
+		`{"kind":"belief","id":"fast","title":"REST is fast enough","summary":"keep REST","derived_from":["episode:run","note:load"]}`,
+		`{"kind":"decision","id":"keep","title":"Keep the API on REST","summary":"decided","derived_from":["belief:fast"]}`,
+	} {
+		postJSON(t, base, "/v1/scopes/prov/memory/nodes", body, http.StatusCreated)
+	}
+	return id
+}
+
+// graphShape reads the drawn graph: the data-ref of every vertex and the
+// from→to of every edge, as a person's browser has them.
+func graphShape(p *page) (refs, edges []string) {
+	refs = eval[[]string](p, `[...document.querySelectorAll("main .graph svg a.node")].map(a => a.dataset.ref)`)
+	edges = eval[[]string](p, `[...document.querySelectorAll("main .graph svg path.edge")].map(e => e.dataset.from + " -> " + e.dataset.to)`)
+	sort.Strings(refs)
+	sort.Strings(edges)
+	return refs, edges
+}
+
+// TestConsole_ProvenanceDrawsEveryNodeOnce is the acceptance check: the
+// provenance of a three-level lineage holding a diamond draws each vertex
+// exactly once and each lineage edge once, traced from the middle (both
+// directions) and from the record at the root (forward only, where the
+// diamond's lower corner is reached by two paths).
+func TestConsole_ProvenanceDrawsEveryNodeOnce(t *testing.T) {
+	base := kuradtest.Start(t)
+	id := lineage(t, base)
+	rec := "record:" + id
+	wantRefs := []string{"belief:fast", "decision:keep", "episode:run", "note:load", rec}
+	sort.Strings(wantRefs)
+	wantEdges := []string{
+		rec + " -> episode:run",
+		rec + " -> note:load",
+		"episode:run -> belief:fast",
+		"note:load -> belief:fast",
+		"belief:fast -> decision:keep",
+	}
+	sort.Strings(wantEdges)
+
+	for _, route := range []string{"/provenance/prov/belief:fast", "/provenance/prov/" + id} {
+		t.Run(route, func(t *testing.T) {
+			p := openConsole(t, base, route)
+			p.waitFor(`document.querySelectorAll("main .graph svg a.node").length > 0`)
+			refs, edges := graphShape(p)
+			if strings.Join(refs, "|") != strings.Join(wantRefs, "|") {
+				t.Errorf("vertices drawn = %q, want each of %q once", refs, wantRefs)
+			}
+			if strings.Join(edges, "|") != strings.Join(wantEdges, "|") {
+				t.Errorf("edges drawn = %q, want %q", edges, wantEdges)
+			}
+			if got := p.text("#prov-counts"); !contains(got, "5 vertices, 5 edges") {
+				t.Errorf("counts line = %q", got)
+			}
+			// Every vertex is a link a keyboard reaches: a node goes to its
+			// own provenance, the record to its record view.
+			hrefs := eval[map[string]string](p, `Object.fromEntries([...document.querySelectorAll("main .graph svg a.node")].map(a => [a.dataset.ref, a.getAttribute("href")]))`)
+			if hrefs["belief:fast"] != "#/provenance/prov/belief%3Afast" || hrefs[rec] != "#/records/"+id {
+				t.Errorf("links = %v", hrefs)
+			}
+			if n := eval[int](p, `[...document.querySelectorAll("main .graph svg a.node")].filter(a => a.tabIndex >= 0).length`); n != 5 {
+				t.Errorf("%d of 5 vertices are keyboard-focusable", n)
+			}
+			// The text alternative holds the same vertices.
+			list := p.text("main .prov-text")
+			for _, r := range []string{"episode:run", "note:load", rec} {
+				if !contains(list, r) {
+					t.Errorf("text alternative lacks %s: %q", r, list)
+				}
+			}
+		})
+	}
+
+	// Following a vertex's link from the keyboard draws that vertex's own lineage.
+	p := openConsole(t, base, "/provenance/prov/belief:fast")
+	p.waitFor(`document.querySelector('main .graph svg a.node[data-ref="decision:keep"]') !== null`)
+	p.do(chromedp.Focus(chromedp.CSS(`main .graph svg a.node[data-ref="decision:keep"]`)), chromedp.KeyEvent("\r"))
+	p.waitFor(`document.querySelector("main h1") && document.querySelector("main h1").textContent.includes("decision:keep")`)
+	if got := eval[string](p, `document.querySelector("main .graph svg a.node.focus").dataset.ref`); got != "decision:keep" {
+		t.Errorf("highlighted vertex = %q", got)
+	}
+}
