@@ -11,3 +11,5 @@ export {
   verifyCheckpointAsync, verifyLogInclusionAsync, verifyLogConsistencyAsync, logVKeyAsync,
 } from "./log.js";
 export { syncVerificationAvailable } from "./ops.js";
+export { KuraClient, type KuraClientOptions, type CallOptions, type RawResponse } from "./client.js";
+export { type EventFollowOptions } from "./events.js";
