@@ -40,10 +40,12 @@ function* keyHashG(name: string, alg: number, key: Uint8Array): Check<Uint8Array
 }
 
 function* parseVKeyG(vkey: string, wantAlg: number): Check<VKey> {
-  const parts = typeof vkey === "string" ? vkey.split("+") : [];
-  const raw = parts.length === 3 ? fromBase64(parts[2]) : null;
-  const kh = parts.length === 3 && parts[1].length === 8 ? fromHex(parts[1]) : null;
-  if (!raw || !kh || raw.length !== 33 || parts[0] === "" || /[\s+]/.test(parts[0])) {
+  // base64 may hold "+" too: the name ends at the first "+", the key hash is 8 hex digits.
+  const m = typeof vkey === "string" ? /^([^+\s]+)\+([0-9a-fA-F]{8})\+([A-Za-z0-9+/=]+)$/.exec(vkey) : null;
+  const parts = m ? [m[1], m[2], m[3]] : [];
+  const raw = m ? fromBase64(parts[2]) : null;
+  const kh = m ? fromHex(parts[1]) : null;
+  if (!raw || !kh || raw.length !== 33) {
     throw new TypeError(`kura: ${JSON.stringify(vkey)} is not a note verifier key (name+hex8+base64)`);
   }
   if (raw[0] !== wantAlg) {

@@ -61,7 +61,9 @@ export async function startKurad(opts = {}) {
     dir,
     async stop() {
       child.kill("SIGTERM");
-      await Promise.race([exited, delay(10_000)]);
+      let t;
+      await Promise.race([exited, new Promise((r) => (t = setTimeout(r, 10_000)))]);
+      clearTimeout(t);
       if (child.exitCode === null) child.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });
     },
@@ -86,6 +88,12 @@ export async function startProxy(target, hooks = {}) {
       const up = http.request({ host: u.hostname, port: u.port, method: req.method, path: req.url, headers: { ...req.headers, host: u.host } }, (ures) => {
         seen.push({ method: req.method, url: req.url, headers: req.headers, status: ures.statusCode, resHeaders: ures.headers });
         const act = hooks.onResponse?.(req, ures, n);
+        if (act === "unavailable") {
+          ures.resume();
+          res.writeHead(503, { "content-type": "application/json", "retry-after": "0" });
+          res.end(JSON.stringify({ error: { code: "unavailable", message: "proxy says not now" } }));
+          return;
+        }
         if (act === "drop") {
           ures.resume();
           ures.on("end", () => req.socket.destroy());
@@ -93,14 +101,15 @@ export async function startProxy(target, hooks = {}) {
         }
         res.writeHead(ures.statusCode, ures.headers);
         if (act === "cut-stream") {
+          // Pass on exactly the first event frame, then cut the connection.
           let acc = "";
           ures.on("data", (c) => {
-            res.write(c);
             acc += c;
-            if (/\nid: /.test("\n" + acc) && acc.includes("\n\n", acc.indexOf("id: "))) {
-              ures.destroy();
-              req.socket.destroy();
-            }
+            const id = acc.indexOf("id: ");
+            const end = id < 0 ? -1 : acc.indexOf("\n\n", id);
+            if (end < 0) return;
+            ures.destroy();
+            res.write(acc.slice(0, end + 2), () => req.socket.destroy());
           });
           return;
         }
