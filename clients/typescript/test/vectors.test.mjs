@@ -53,3 +53,14 @@ test("ledger vectors", async () => {
     assert.equal(await kura.ledgerHashAsync(l.root_hash, l.parent_hashes, l.label, l.created_at), l.hash);
   }
 });
+
+test("no module imports node: statically (the package loads in browsers)", async () => {
+  const { readdirSync } = await import("node:fs");
+  const dir = new URL("../dist/", import.meta.url);
+  for (const f of readdirSync(dir).filter((f) => f.endsWith(".js"))) {
+    const src = readFileSync(new URL(f, dir), "utf8");
+    assert.doesNotMatch(src, /^\s*import[^;]*from\s*["']node:/m, f);
+    assert.doesNotMatch(src, /\brequire\(/, f);
+  }
+  assert.equal(kura.syncVerificationAvailable(), true);
+});
