@@ -321,10 +321,6 @@ test("log inclusion and consistency proofs from kurad", async () => {
   const cons = await c.logConsistency(old.size, cur.size);
   kura.verifyLogConsistency(cons, old, cur);
   await kura.verifyLogConsistencyAsync(cons, old, cur);
-  for (let o = 1; o < cur.size; o += 3) {
-    const mid = { ...old, size: o, rootBytes: null };
-    void mid;
-  }
   const badc = clone(cons);
   badc.proof[0] = Buffer.alloc(32, 9).toString("base64");
   throwsWhat(() => kura.verifyLogConsistency(badc, old, cur), "log_consistency");
