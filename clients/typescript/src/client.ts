@@ -373,7 +373,8 @@ function apiError(res: RawResponse, method: string, path: string): KuraApiError 
   const e = (res.data as any)?.error;
   const ra = res.headers.get("retry-after");
   const retryAfter = ra !== null && /^\d+$/.test(ra.trim()) ? Number(ra) : undefined;
-  const requestId = res.headers.get("x-request-id") ?? undefined;
+  // kurad names the request id in an internal error's message; take a header too if a proxy adds one.
+  const requestId = res.headers.get("x-request-id") ?? (typeof e?.message === "string" ? /\(request ([^)\s]+)\)/.exec(e.message)?.[1] : undefined);
   if (e && typeof e === "object" && typeof e.code === "string") {
     return new KuraApiError({ status: res.status, code: e.code, message: String(e.message ?? ""), details: e.details, requestId, retryAfter, method, path });
   }

@@ -132,6 +132,8 @@ export interface EventPage {
 export interface Info {
   version: string;
   public_key: string;
+  /** The newest committed event: pass it as follow({after}) to see only new events. */
+  last_event_seq: number;
   record_types: string[];
   node_kinds: string[];
   log_origin?: string;

@@ -241,3 +241,18 @@ test("with tokens: no token is unauthenticated, a reader writing is permission_d
     await ka.stop();
   }
 });
+
+test("an internal error's request id is carried", async () => {
+  const srv = http.createServer((req, res) => {
+    res.writeHead(500, { "content-type": "application/json" });
+    res.end('{"error":{"code":"internal","message":"internal error (request kura-host/Xb3mq9TzQp-000042)"}}');
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  try {
+    const pc = new kura.KuraClient({ baseUrl: `http://127.0.0.1:${srv.address().port}` });
+    await assert.rejects(pc.info(), (e) => e.code === "internal" && e.requestId === "kura-host/Xb3mq9TzQp-000042");
+  } finally {
+    srv.closeAllConnections();
+    await new Promise((r) => srv.close(r));
+  }
+});
