@@ -1,0 +1,438 @@
+// Offline verification (API.md "Clients and console"): recompute what kurad
+// hands out from the primary data and check kurad's signatures, trusting
+// nothing but a public key the caller got from a source it trusts. Each
+// check is a generator (ops.ts): verifyRecord(record) and friends run it
+// synchronously with node:crypto, verifyRecordAsync(record) and friends with
+// WebCrypto.
+
+import { fromHex, utf8 } from "./bytes.js";
+import { VerificationError, type VerificationProblem, problem } from "./errors.js";
+import { contentHashG, inclusionRootMatchesG, leafHashG, ledgerHashG, merkleRootBytesG, recordHashG, recordSealG } from "./hashes.js";
+import { CanonicalizationError } from "./jcs.js";
+import { type Checkpoint, logVKeyG, parsePublicKey, verifyCheckpointG, verifyLogInclusionG } from "./log.js";
+import { type Check, ed25519Verify, runAsync, runSync } from "./ops.js";
+import { toHex } from "./bytes.js";
+import type { InclusionProof, KuraRecord, Ledger, LogInclusionProof, ReflogEntry, Session } from "./types.js";
+
+function need(o: any, field: string, what: string, kind: "string" | "object" = "string"): void {
+  if (o === null || typeof o !== "object") throw new TypeError(`kura: ${what} is not an object`);
+  if (kind === "string" && typeof o[field] !== "string") {
+    throw new TypeError(`kura: ${what}${typeof o.id === "string" ? " " + o.id : ""} has no ${field} (a string): pass the JSON kurad returns`);
+  }
+}
+
+function checkRecordShape(r: any, what = "record"): void {
+  for (const f of ["id", "type", "author_id", "content_hash", "hash", "seal", "created_at"]) need(r, f, what);
+  if (r.metadata != null && (typeof r.metadata !== "object" || Array.isArray(r.metadata))) {
+    throw new TypeError(`kura: record ${r.id}: metadata is not an object`);
+  }
+}
+
+const isNull = (c: unknown) => c === null || c === undefined;
+
+/** Recomputes content_hash (unless redacted/withheld), hash and seal; returns the computed seal and the problems. */
+function* checkRecordG(r: KuraRecord, where = ""): Check<{ seal: string; problems: VerificationProblem[] }> {
+  checkRecordShape(r);
+  const obj = `record ${r.id}${where}`;
+  const problems: VerificationProblem[] = [];
+  let ch = r.content_hash;
+  if (!((r.redacted || r.withheld) && isNull(r.content))) {
+    try {
+      const got = yield* contentHashG(r.content === undefined ? null : r.content);
+      if (got !== r.content_hash) {
+        problems.push(problem("content_hash", obj, r.content_hash, got, "the content does not hash to content_hash"));
+        ch = got;
+      }
+    } catch (e) {
+      if (!(e instanceof CanonicalizationError)) throw e;
+      problems.push(problem("content_hash", obj, r.content_hash, undefined, `the content has no canonical form: ${e.message}`));
+    }
+  }
+  const hash = yield* recordHashG(r.type, ch, r.author_id);
+  if (hash !== r.hash) problems.push(problem("hash", obj, r.hash, hash, "type, content hash and author do not hash to hash"));
+  const seal = yield* recordSealG(hash, r.metadata, r.created_at);
+  if (seal !== r.seal) problems.push(problem("seal", obj, r.seal, seal, "hash, metadata and created_at do not hash to seal"));
+  return { seal, problems };
+}
+
+function throwIf(problems: VerificationProblem[]): void {
+  if (problems.length > 0) throw new VerificationError(problems[0], problems);
+}
+
+/** What verifyRecord checked. */
+export interface RecordVerification {
+  recordId: string;
+  seal: string;
+  /** The content was redacted or withheld: checked by its content_hash only. */
+  contentChecked: boolean;
+}
+
+export function* verifyRecordG(record: KuraRecord): Check<RecordVerification> {
+  const { seal, problems } = yield* checkRecordG(record);
+  throwIf(problems);
+  return { recordId: record.id, seal, contentChecked: !((record.redacted || record.withheld) && isNull(record.content)) };
+}
+
+/** Options of verifyLedger. */
+export interface LedgerVerifyOptions {
+  /** The hashes of ledger.parent_ids, in order (from ledgers the caller verified). */
+  parentHashes?: readonly string[];
+  /** The parent ledgers themselves; their hashes are used in parent_ids order. */
+  parents?: readonly Ledger[];
+}
+
+/** What verifyLedger checked. */
+export interface LedgerVerification {
+  ledgerId: string;
+  hash: string;
+  recordsChecked: number;
+  redacted: string[];
+  withheld: string[];
+  signatureChecked: boolean;
+}
+
+function parentHashesOf(l: Ledger, o: LedgerVerifyOptions): string[] {
+  const ids = l.parent_ids ?? [];
+  if (o.parentHashes) return [...o.parentHashes];
+  if (o.parents) {
+    const by = new Map(o.parents.map((p) => [p.id, p.hash]));
+    return ids.map((id) => {
+      const h = by.get(id);
+      if (h === undefined) throw new TypeError(`kura: verify ledger ${l.id}: parent ledger ${id} is not among options.parents`);
+      return h;
+    });
+  }
+  const carried = (l as any).parent_hashes;
+  if (Array.isArray(carried)) return carried;
+  if (ids.length === 0) return [];
+  throw new TypeError(
+    `kura: verify ledger ${l.id}: it has ${ids.length} parent ledger(s) and the ledger hash covers their hashes: pass options.parentHashes or options.parents (GET /v1/ledgers/{parent id})`,
+  );
+}
+
+function* verifyLedgerProblemsG(ledger: Ledger, records: readonly KuraRecord[], publicKey: string | null, o: LedgerVerifyOptions): Check<{ problems: VerificationProblem[]; v: LedgerVerification }> {
+  for (const f of ["id", "hash", "root_hash", "label", "created_at"]) need(ledger, f, "ledger");
+  if (!Array.isArray(records)) throw new TypeError(`kura: verify ledger ${ledger.id}: records is not a list`);
+  if (!Array.isArray(ledger.parent_ids ?? [])) throw new TypeError(`kura: ledger ${ledger.id}: parent_ids is not a list`);
+  const key = publicKey === null ? null : parsePublicKey(publicKey);
+  const parents = parentHashesOf(ledger, o);
+  const obj = `ledger ${ledger.id}`;
+  const problems: VerificationProblem[] = [];
+  const v: LedgerVerification = { ledgerId: ledger.id, hash: ledger.hash, recordsChecked: records.length, redacted: [], withheld: [], signatureChecked: false };
+
+  const ids = ledger.record_ids ?? [];
+  const got = records.map((r) => (r && typeof r === "object" ? String(r.id) : "?"));
+  if (typeof ledger.record_count === "number" && ledger.record_count !== records.length) {
+    problems.push(problem("order", obj, `${ledger.record_count} records`, `${records.length} given`, "the records given are not the ledger's"));
+  } else if (ids.length !== records.length && !(ids.length === 0 && ledger.record_ids === undefined)) {
+    problems.push(problem("order", obj, `${ids.length} record ids`, `${records.length} records`, "the records given are not the ledger's"));
+  } else {
+    for (let i = 0; i < ids.length; i++) {
+      if (ids[i] !== got[i]) {
+        problems.push(problem("order", obj, ids.join(","), got.join(","), `position ${i} holds record ${got[i]}, the ledger lists ${ids[i]} there`));
+        break;
+      }
+    }
+  }
+  const leaves: Uint8Array[] = [];
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i];
+    const { seal, problems: ps } = yield* checkRecordG(r, ` (position ${i} of ledger ${ledger.id})`);
+    problems.push(...ps);
+    leaves.push(fromHex(seal)!);
+    if (r.redacted) v.redacted.push(r.id);
+    if (r.withheld) v.withheld.push(r.id);
+  }
+  const root = toHex(yield* merkleRootBytesG(leaves));
+  if (root !== ledger.root_hash) problems.push(problem("root", obj, ledger.root_hash, root, "the records' seals do not hash to root_hash"));
+  if (parents.length !== (ledger.parent_ids ?? []).length) {
+    problems.push(problem("ledger_hash", obj, `${(ledger.parent_ids ?? []).length} parents`, `${parents.length} parent hashes given`, "wrong number of parent hashes"));
+  }
+  const hash = yield* ledgerHashG(root, parents, ledger.label, ledger.created_at);
+  if (hash !== ledger.hash) problems.push(problem("ledger_hash", obj, ledger.hash, hash, "root, parents' hashes, label and created_at do not hash to hash"));
+  if (key) {
+    v.signatureChecked = true;
+    const sig = typeof ledger.signature === "string" && ledger.signature.length === 128 ? fromHex(ledger.signature) : null;
+    if (!sig) {
+      problems.push(problem("signature", obj, "a 128 hex digit Ed25519 signature", ledger.signature ?? "none", "the ledger is not signed"));
+    } else if (!(yield* ed25519Verify(key, utf8("kura-ledger-sig-v1\n" + ledger.hash), sig))) {
+      problems.push(problem("signature", obj, undefined, undefined, `the signature does not verify against ${publicKey}`));
+    }
+  }
+  return { problems, v };
+}
+
+export function* verifyLedgerG(ledger: Ledger, records: readonly KuraRecord[], publicKey: string | null, o: LedgerVerifyOptions = {}): Check<LedgerVerification> {
+  const { problems, v } = yield* verifyLedgerProblemsG(ledger, records, publicKey, o);
+  throwIf(problems);
+  return v;
+}
+
+/**
+ * Checks that proof (GET /v1/ledgers/{id}/proof/{record}) proves record
+ * is at proof.leaf_index of a tree whose root is proof.root_hash: the
+ * record verifies (as verifyRecord), its seal is the proof's leaf ("seal"),
+ * and the audit path leads to root_hash ("root"). With ledger (one the
+ * caller verified), root_hash must also be that ledger's root ("root").
+ */
+export function* verifyInclusionG(proof: InclusionProof, record: KuraRecord, ledger?: Ledger): Check<void> {
+  if (!proof || typeof proof !== "object" || !Array.isArray(proof.audit_path) || typeof proof.root_hash !== "string") {
+    throw new TypeError("kura: verify inclusion: the proof has no audit_path and root_hash (pass GET /v1/ledgers/{id}/proof/{record} as returned)");
+  }
+  const { seal } = yield* verifyRecordG(record);
+  const obj = `proof of record ${record.id} in ledger ${proof.ledger_id}`;
+  if (proof.record_id !== undefined && proof.record_id !== record.id) {
+    throw new VerificationError(problem("seal", obj, record.id, proof.record_id, "the proof is for another record"));
+  }
+  if (proof.seal !== undefined && proof.seal !== seal) {
+    throw new VerificationError(problem("seal", obj, proof.seal, seal, "the proof's leaf is not the record's seal"));
+  }
+  const root = proof.root_hash.length === 64 ? fromHex(proof.root_hash) : null;
+  const path = proof.audit_path.map((h) => (typeof h === "string" && h.length === 64 ? fromHex(h) : null));
+  if (!root || path.some((p) => p === null)) throw new VerificationError(problem("root", obj, undefined, undefined, "root_hash or audit_path is not hex SHA-256"));
+  const leaf = yield* leafHashG(fromHex(seal)!);
+  if (!(yield* inclusionRootMatchesG(leaf, proof.leaf_index, proof.tree_size, path as Uint8Array[], root))) {
+    throw new VerificationError(problem("root", obj, proof.root_hash, undefined, "the audit path does not lead to root_hash"));
+  }
+  if (ledger && ledger.root_hash !== proof.root_hash) {
+    throw new VerificationError(problem("root", obj, ledger.root_hash, proof.root_hash, "the proof's root is not the ledger's root_hash"));
+  }
+}
+
+/** Whether sig is the Ed25519 signature of head move e of session sessionId. */
+function* headSignatureOKG(sessionId: string, e: ReflogEntry, key: Uint8Array): Check<boolean> {
+  const sig = typeof e.signature === "string" && e.signature.length === 128 ? fromHex(e.signature) : null;
+  if (!sig) return false;
+  return yield* ed25519Verify(key, utf8(`kura-head-v1\n${sessionId}\n${e.seq}\n${e.head_hash}`), sig);
+}
+
+/** Options of verifySessionExport. */
+export interface ExportVerifyOptions {
+  /** A head hash the caller kept: the first-parent chain from the head must hold it ("chain"). */
+  expectHeadHash?: string;
+  /** C2SP tlog-cosignature verifier keys of witnesses that must have cosigned the export's checkpoint. */
+  witnessKeys?: readonly string[];
+}
+
+/** What verifySessionExport checked. */
+export interface ExportReport {
+  sessionId: string;
+  ledgersChecked: number;
+  recordsChecked: number;
+  headMovesChecked: number;
+  redacted: string[];
+  withheld: string[];
+  /** Whether the export carried a log section and it was checked. */
+  logChecked: boolean;
+  log?: { origin: string; size: number; root: string; ledgersProved: number; notInLog: string[]; cosigners: string[] };
+}
+
+/** An export as file text, its lines, or the parsed line objects. */
+export type ExportInput = string | readonly string[] | readonly Record<string, unknown>[];
+
+function parseExport(input: ExportInput): Record<string, any>[] {
+  const lines: unknown[] = typeof input === "string" ? input.split("\n") : [...input];
+  const out: Record<string, any>[] = [];
+  lines.forEach((l, i) => {
+    if (typeof l === "string") {
+      if (l.trim() === "") return;
+      try {
+        l = JSON.parse(l);
+      } catch (e) {
+        throw new TypeError(`kura: export line ${i + 1} is not JSON: ${(e as Error).message}`);
+      }
+    }
+    if (!l || typeof l !== "object" || typeof (l as any).kind !== "string") throw new TypeError(`kura: export line ${i + 1} has no "kind" (session, record or ledger)`);
+    out.push(l as Record<string, any>);
+  });
+  return out;
+}
+
+/**
+ * Verifies a session export (`kura export <session> --format=jsonl`) against
+ * publicKey: every record, ledger (hashes and signature), the signed head
+ * moves, the head, and the log section when present (checkpoint signature,
+ * each ledger's ledger.written leaf and its inclusion proof). Collects every
+ * problem and throws one VerificationError listing them all (its `what` is
+ * the first's); returns a report when nothing failed.
+ */
+export function* verifySessionExportG(input: ExportInput, publicKey: string, o: ExportVerifyOptions = {}): Check<ExportReport> {
+  const key = parsePublicKey(publicKey);
+  const items = parseExport(input);
+  const problems: VerificationProblem[] = [];
+  const add = (p: VerificationProblem) => problems.push(p);
+  let session: (Session & { reflog?: ReflogEntry[]; public_key?: string; log?: any }) | null = null;
+  const records = new Map<string, KuraRecord>();
+  const ledgers: Ledger[] = [];
+  const byId = new Map<string, Ledger>();
+  for (const it of items) {
+    const { kind, ...obj } = it;
+    if (kind === "session") {
+      if (session) throw new TypeError("kura: the export holds a second session; verify one session's export at a time");
+      session = obj as any;
+    } else if (kind === "record") {
+      checkRecordShape(obj, "exported record");
+      records.set(obj.id, obj as KuraRecord);
+    } else if (kind === "ledger") {
+      need(obj, "id", "exported ledger");
+      if (!byId.has(obj.id)) {
+        ledgers.push(obj as Ledger);
+        byId.set(obj.id, obj as Ledger);
+      }
+    } else {
+      throw new TypeError(`kura: unknown export kind ${JSON.stringify(kind)}`);
+    }
+  }
+  const rep: ExportReport = { sessionId: session?.id ?? "", ledgersChecked: 0, recordsChecked: 0, headMovesChecked: 0, redacted: [], withheld: [], logChecked: false };
+  for (const l of ledgers) {
+    rep.ledgersChecked++;
+    const recs: KuraRecord[] = [];
+    let complete = true;
+    for (const rid of l.record_ids ?? []) {
+      const r = records.get(rid);
+      if (!r) {
+        add(problem("order", `ledger ${l.id}`, rid, "none", `record ${rid} is not in the export`));
+        complete = false;
+      } else recs.push(r);
+    }
+    const parents: string[] = [];
+    for (const pid of l.parent_ids ?? []) {
+      const p = byId.get(pid);
+      if (!p) {
+        add(problem("chain", `ledger ${l.id}`, pid, "none", `parent ledger ${pid} is not in the export`));
+        complete = false;
+      } else parents.push(p.hash);
+    }
+    if (complete) {
+      const { problems: ps, v } = yield* verifyLedgerProblemsG(l, recs, publicKey, { parentHashes: parents });
+      problems.push(...ps);
+      rep.recordsChecked += recs.length;
+      for (const id of v.redacted) if (!rep.redacted.includes(id)) rep.redacted.push(id);
+      for (const id of v.withheld) if (!rep.withheld.includes(id)) rep.withheld.push(id);
+    }
+  }
+  if (!session) {
+    add(problem("head", "export", "a session line", "none", "the export holds no session, so no signed head move: nothing says which ledger is the head"));
+    throwIf(problems);
+    return rep;
+  }
+  const s = session;
+  const sobj = `session ${s.id}`;
+  if (s.log) yield* checkExportLogG(s.log, ledgers, publicKey, o.witnessKeys ?? [], add, rep);
+  else if ((o.witnessKeys ?? []).length > 0) add(problem("log_cosignature", sobj, undefined, undefined, "the export has no log section, so no witness cosignature to check"));
+  if (s.public_key && s.public_key !== publicKey) {
+    add(problem("signature", sobj, publicKey, s.public_key, "the export says it was signed by another key than the one given"));
+  }
+  let head: Ledger | undefined;
+  if (s.head_ledger_id) {
+    head = byId.get(s.head_ledger_id);
+    if (!head) add(problem("head", sobj, s.head_ledger_id, "none", "the session's head ledger is not in the export"));
+    else if (s.head_hash !== head.hash) add(problem("head_hash", sobj, head.hash, s.head_hash ?? "none", "the session's head hash is not the head ledger's hash"));
+  }
+  const reflog = Array.isArray(s.reflog) ? s.reflog : [];
+  let last: ReflogEntry | undefined;
+  for (let i = 0; i < reflog.length; i++) {
+    const e = reflog[i];
+    rep.headMovesChecked++;
+    const eobj = `head move ${e.seq} of session ${s.id}`;
+    if (!(yield* headSignatureOKG(s.id, e, key))) add(problem("head_signature", eobj, undefined, undefined, `the signature does not verify against ${publicKey}`));
+    if (e.seq !== i + 1) add(problem("reflog", eobj, String(i + 1), String(e.seq), "a head move was removed or inserted"));
+    if (last && e.from !== last.to) add(problem("reflog", eobj, last.to, e.from ?? "none", `it does not start where head move ${last.seq} ended`));
+    const l = byId.get(e.to);
+    if (l && l.hash !== e.head_hash) add(problem("head_hash", eobj, e.head_hash, l.hash, "the signed head hash is not the exported ledger's hash"));
+    last = e;
+  }
+  if (!last && head) add(problem("reflog", sobj, "a signed head move", "none", "the session has a head but no signed head move"));
+  else if (last && last.to !== s.head_ledger_id) add(problem("head", sobj, last.to, s.head_ledger_id ?? "none", "the head is not the ledger the last signed head move named"));
+  else if (last && head && last.head_hash !== head.hash) add(problem("head_hash", sobj, last.head_hash, head.hash, "the head ledger's hash is not the one the last signed head move named"));
+  if (o.expectHeadHash) {
+    let found = false;
+    const seen = new Set<string>();
+    for (let l = head; l && !seen.has(l.id); l = l.parent_ids?.length ? byId.get(l.parent_ids[0]) : undefined) {
+      seen.add(l.id);
+      if (l.hash === o.expectHeadHash) {
+        found = true;
+        break;
+      }
+    }
+    if (!found) add(problem("chain", sobj, o.expectHeadHash, undefined, "the first-parent chain from the head does not hold the expected head hash (cut off or rewritten)"));
+  }
+  throwIf(problems);
+  return rep;
+}
+
+function* checkExportLogG(lg: any, ledgers: Ledger[], publicKey: string, witnessKeys: readonly string[], add: (p: VerificationProblem) => void, rep: ExportReport): Check<void> {
+  rep.logChecked = true;
+  let cp: Checkpoint;
+  try {
+    const text = String(lg.checkpoint ?? "");
+    const origin = text.split("\n", 1)[0];
+    cp = yield* verifyCheckpointG(text, yield* logVKeyG(origin, publicKey), witnessKeys);
+  } catch (e) {
+    if (e instanceof VerificationError) {
+      e.problems.forEach(add);
+      return;
+    }
+    if (e instanceof TypeError) {
+      add(problem("log_signature", "checkpoint", undefined, undefined, e.message));
+      return;
+    }
+    throw e;
+  }
+  const log = { origin: cp.origin, size: cp.size, root: cp.root, ledgersProved: 0, notInLog: [] as string[], cosigners: cp.cosigners };
+  rep.log = log;
+  const byLedger = new Map<string, any>();
+  for (const inc of Array.isArray(lg.inclusions) ? lg.inclusions : []) byLedger.set(inc.ledger_id, inc);
+  for (const l of ledgers) {
+    const inc = byLedger.get(l.id) as (LogInclusionProof & { ledger_id: string }) | undefined;
+    if (!inc) {
+      log.notInLog.push(l.id);
+      continue;
+    }
+    const obj = `log leaf of ledger ${l.id}`;
+    try {
+      if (!inc.leaf) throw new VerificationError(problem("log_leaf", obj, undefined, undefined, "the inclusion carries no leaf data"));
+      const data = yield* verifyLogInclusionG(inc, cp);
+      let leaf: any;
+      try {
+        leaf = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data!));
+      } catch {
+        throw new VerificationError(problem("log_leaf", obj, undefined, undefined, "the leaf data is not JSON"));
+      }
+      if (leaf.type !== "ledger.written") throw new VerificationError(problem("log_leaf", obj, "ledger.written", String(leaf.type), "the leaf is not a ledger.written event"));
+      if (leaf.refs?.ledger_id !== l.id) throw new VerificationError(problem("log_leaf", obj, l.id, String(leaf.refs?.ledger_id), "the leaf names another ledger"));
+      if (leaf.digest !== l.hash) throw new VerificationError(problem("log_leaf", obj, l.hash, String(leaf.digest), "the leaf's digest is not the ledger's hash"));
+      if (leaf.seq !== inc.seq) throw new VerificationError(problem("log_leaf", obj, String(inc.seq), String(leaf.seq), "the leaf's seq is not the proof's"));
+      log.ledgersProved++;
+    } catch (e) {
+      if (!(e instanceof VerificationError)) throw e;
+      e.problems.forEach(add);
+    }
+  }
+}
+
+// The synchronous (node:crypto) forms: they throw VerificationError, without await.
+
+/** Recomputes a record's content_hash, hash and seal; throws VerificationError naming the first that fails. */
+export const verifyRecord = (record: KuraRecord): RecordVerification => runSync(verifyRecordG(record));
+/**
+ * Verifies a ledger against its records (in ledger order) and publicKey
+ * (/v1/info public_key; null skips the signature): order, every record,
+ * root, ledger hash and signature.
+ */
+export const verifyLedger = (ledger: Ledger, records: readonly KuraRecord[], publicKey: string | null, options?: LedgerVerifyOptions): LedgerVerification =>
+  runSync(verifyLedgerG(ledger, records, publicKey, options));
+/** Verifies a record's inclusion proof (and, with ledger, that it is for that ledger's root). */
+export const verifyInclusion = (proof: InclusionProof, record: KuraRecord, ledger?: Ledger): void => runSync(verifyInclusionG(proof, record, ledger));
+/** Verifies a session export (JSON lines) against publicKey. */
+export const verifySessionExport = (input: ExportInput, publicKey: string, options?: ExportVerifyOptions): ExportReport =>
+  runSync(verifySessionExportG(input, publicKey, options));
+
+// The Async (WebCrypto) forms, for browsers (and Node too).
+
+export const verifyRecordAsync = (record: KuraRecord): Promise<RecordVerification> => runAsync(verifyRecordG(record));
+export const verifyLedgerAsync = (ledger: Ledger, records: readonly KuraRecord[], publicKey: string | null, options?: LedgerVerifyOptions): Promise<LedgerVerification> =>
+  runAsync(verifyLedgerG(ledger, records, publicKey, options));
+export const verifyInclusionAsync = (proof: InclusionProof, record: KuraRecord, ledger?: Ledger): Promise<void> => runAsync(verifyInclusionG(proof, record, ledger));
+export const verifySessionExportAsync = (input: ExportInput, publicKey: string, options?: ExportVerifyOptions): Promise<ExportReport> =>
+  runAsync(verifySessionExportG(input, publicKey, options));
