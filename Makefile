@@ -41,10 +41,13 @@ vet:
 	$(GO) vet ./...
 
 ## kurad-test: the kurad binary the client suites start (port 0, temp data
-## dir). Built as the Go tests build it, so the build cache already holds it.
+## dir) and the kura CLI they export sessions with. Built as the Go tests
+## build them, so the build cache already holds both.
 KURAD_TEST := $(abspath $(BIN))/test/kurad
+KURA_TEST := $(abspath $(BIN))/test/kura
 kurad-test:
 	$(GO) build -o $(KURAD_TEST) ./cmd/kurad
+	$(GO) build -o $(KURA_TEST) ./cmd/kura
 
 ## test-clients: the Python and TypeScript clients' own suites and their
 ## examples, against a real kurad
@@ -53,13 +56,13 @@ test-clients: test-python test-typescript
 ## test-python: clients/python with unittest (standard library only; the
 ## Ed25519 checks use python3-cryptography when it is installed)
 test-python: kurad-test
-	cd clients/python && KURAD_BIN=$(KURAD_TEST) python3 -m unittest discover -s tests -t . -v
+	cd clients/python && KURAD_BIN=$(KURAD_TEST) KURA_BIN=$(KURA_TEST) python3 -m unittest discover -s tests -t . -v
 
 ## test-typescript: clients/typescript with node --test, after npm ci from the
 ## committed lock (TypeScript is its only, build-time, dependency)
 test-typescript: kurad-test
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build && \
-		KURAD_BIN=$(KURAD_TEST) npm test --silent
+		KURAD_BIN=$(KURAD_TEST) KURA_BIN=$(KURA_TEST) npm test --silent
 
 ## cross: CGO-free builds for linux/arm64 and linux/arm (GOARM=7), as for a Pi
 cross:
