@@ -33,7 +33,7 @@ func seedSession(t *testing.T, base, token, project, name string, n int) chain {
 	for i := 1; i <= n; i++ {
 		turn := call(t, http.MethodPost, base, "/v1/sessions/"+c.session+"/turns", fmt.Sprintf(
 			`{"instruction":{"content":"step %d: plan the API","author_id":"user:oles"},
-			  "context":[{"type":"sys.context","content":{"repo":"kura","step":%d},"author_id":"sys:kurad"}]}`, i, i), token, http.StatusCreated)
+			  "context":[{"type":"sys.context","content":{"repo":"kura","step":%d},"author_id":"agent:bmo"}]}`, i, i), token, http.StatusCreated)
 		tid := turn["id"].(string)
 		c.ctx = append(c.ctx, turn["context_ledger_id"].(string))
 		call(t, http.MethodPost, base, "/v1/turns/"+tid+"/claim", `{"worker":"agent:bmo","lease_seconds":60}`, token, http.StatusOK)
@@ -197,5 +197,22 @@ func TestConsole_SessionsListByProject(t *testing.T) {
 	p.waitFor(`location.hash === "#/sessions?project=hashi" && document.querySelectorAll("main table tbody tr").length === 2`)
 	if got := p.text("main table tbody"); contains(got, "other/c") || !contains(got, "hashi/a") {
 		t.Fatalf("filtered list %q", got)
+	}
+}
+
+// TestConsole_SessionOnPhone: at a 390-px-wide viewport the session view
+// (long hashes, ids and labels included) does not scroll sideways.
+func TestConsole_SessionOnPhone(t *testing.T) {
+	base := kuradtest.Start(t)
+	c := seedSession(t, base, "", "hashi", "a-rather-long-session-name-for-a-phone-screen", 2)
+	p := openConsole(t, base, "/sessions")
+	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	p.navigate("/sessions/" + c.session)
+	p.waitFor(`document.querySelector('[data-kura-verify="ok"]') !== null && document.querySelectorAll("[data-kura-ledger]").length === 4`)
+	if w := eval[int](p, `innerWidth`); w != 390 {
+		t.Fatalf("viewport %d wide, want 390", w)
+	}
+	if sw, w := eval[int](p, `document.documentElement.scrollWidth`), eval[int](p, `innerWidth`); sw > w {
+		t.Fatalf("the page is %d px wide in a %d px viewport", sw, w)
 	}
 }
