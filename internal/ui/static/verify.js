@@ -65,7 +65,9 @@ export async function checkInclusion(seal, leafIndex, treeSize, auditPath, root)
     const pb = unhex(p);
     if (fn % 2 === 1 || fn === sn) {
       r = await sha(new Uint8Array([1]), pb, r);
-      if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) (fn >>= 1), (sn >>= 1);
+      // The last node of a level with no right sibling is carried up
+      // unchanged: skip the levels it rises through.
+      while (fn % 2 === 0 && fn !== 0) (fn >>= 1), (sn >>= 1);
     } else {
       r = await sha(new Uint8Array([1]), r, pb);
     }
