@@ -73,9 +73,11 @@ func TestConsole_Ledger(t *testing.T) {
 	p.do(chromedp.Click(chromedp.CSS("#verify-ledger")))
 	p.waitFor(`document.querySelector('main [data-kura-verify="ok"]') !== null`)
 
-	p.do(chromedp.Click(chromedp.CSS("#ledger-records tbody tr .prove")))
+	// One at a time: each answer changes the layout under the next button.
 	for i := range recs {
-		p.do(chromedp.Click(chromedp.CSS(fmt.Sprintf("#ledger-records tbody tr:nth-child(%d) .prove", i+1))))
+		row := fmt.Sprintf("#ledger-records tbody tr:nth-child(%d)", i+1)
+		p.do(chromedp.Click(chromedp.CSS(row + " .prove")))
+		p.waitFor(`document.querySelector("` + row + ` [data-kura-proof]") !== null`)
 	}
 	p.waitFor(`document.querySelectorAll('[data-kura-proof="ok"]').length === 5`)
 	if got := p.text("#ledger-records tbody tr:nth-child(5) .proof"); !contains(got, "Tree size") || !contains(got, "5") || !contains(got, "included") {

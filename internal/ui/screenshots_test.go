@@ -62,9 +62,11 @@ func TestScreenshots(t *testing.T) {
 	shot("session", "/sessions/"+c.session, `document.querySelector('[data-kura-verify="ok"]') && document.querySelectorAll("[data-kura-ledger]").length === 4`, false)
 	shot("session-dark", "/sessions/"+c.session, `document.querySelector('[data-kura-verify="ok"]') && document.querySelectorAll("[data-kura-ledger]").length === 4`, true)
 	shot("ledger", "/ledgers/"+c.out[0], `document.querySelectorAll("#ledger-records tbody tr").length > 0`, false,
-		chromedp.Click(chromedp.CSS("#verify-ledger")),
+		// The proof first: the verify answer above would move its button.
 		chromedp.Click(chromedp.CSS("#ledger-records tbody tr:nth-child(2) .prove")),
-		chromedp.Poll[chromedp.Void](`document.querySelector('[data-kura-proof]') !== null && document.querySelector('main [data-kura-verify="ok"]') !== null`))
+		chromedp.Poll[chromedp.Void](`document.querySelector('[data-kura-proof]') !== null`),
+		chromedp.Click(chromedp.CSS("#verify-ledger")),
+		chromedp.Poll[chromedp.Void](`document.querySelector('main [data-kura-verify="ok"]') !== null`))
 	shot("record", "/records/"+c.outRecs[0][0], `document.querySelector("[data-kura-record-check]") !== null`, false)
 	shot("memory", "/memory/hashi", `true`, false)
 	shot("provenance", "/provenance/hashi/decision:ship-rest", `true`, false)
