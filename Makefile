@@ -9,7 +9,7 @@ FUZZTIME ?= 30s
 FUZZTIME_CI ?= 2000x
 
 .PHONY: all run build test check vet fmt-check cross smoke-cross dist install fuzz fuzz-ci bench bench-quick reliability soak clean \
-	test-clients test-python test-typescript kurad-test
+	test-clients test-python test-typescript kurad-test console-screenshots
 
 all: build
 
@@ -145,3 +145,8 @@ soak:
 
 clean:
 	rm -rf $(BIN) $(DIST)
+
+## console-screenshots: PNGs of the console's views into docs/console/, taken
+## from the real page (headless Chromium) on a small seeded kurad
+console-screenshots:
+	KURA_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test ./internal/ui -run '^TestScreenshots$$' -count=1 -v

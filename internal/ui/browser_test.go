@@ -92,8 +92,15 @@ type page struct {
 	ctx  context.Context
 	base string
 
-	mu       sync.Mutex
-	problems []string
+	mu        sync.Mutex
+	problems  []string
+	responses []response
+}
+
+// response is one answer the page got: its URL and status.
+type response struct {
+	url    string
+	status int64
 }
 
 // openConsole opens a tab at base + "/ui/#" + route.
@@ -137,6 +144,12 @@ func openConsole(t *testing.T, base, route string) *page {
 			// violation, a failed load.
 			if e.Entry != nil && e.Entry.Level == cdplog.EntryLevelError {
 				p.problem("browser log (%s): %s", e.Entry.Source, e.Entry.Text)
+			}
+		case *network.EventResponseReceived:
+			if e.Response != nil {
+				p.mu.Lock()
+				p.responses = append(p.responses, response{e.Response.URL, e.Response.Status})
+				p.mu.Unlock()
 			}
 		case *network.EventRequestWillBeSent:
 			u, err := url.Parse(e.Request.URL)
@@ -182,6 +195,20 @@ func (p *page) allow(s string) {
 		}
 	}
 	p.problems = kept
+}
+
+// statuses lists the statuses of the answers the page got so far from
+// URLs whose path contains sub.
+func (p *page) statuses(sub string) []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int64
+	for _, r := range p.responses {
+		if u, err := url.Parse(r.url); err == nil && strings.Contains(u.Path, sub) {
+			out = append(out, r.status)
+		}
+	}
+	return out
 }
 
 // navigate loads the console at route ("/sessions/<id>").

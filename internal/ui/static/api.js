@@ -85,3 +85,17 @@ export const post = (path, body, opts) => request("POST", path, { ...opts, body 
 
 // enc encodes one path segment.
 export const enc = encodeURIComponent;
+
+// all follows next_cursor to the end of a list and returns the items under
+// key, concatenated. max bounds the pages so a huge list cannot hang the tab.
+export async function all(path, key, query, opts, max = 100) {
+  const out = [];
+  let cursor = "";
+  for (let i = 0; i < max; i++) {
+    const page = await get(path, { ...query, cursor }, opts);
+    out.push(...((page && page[key]) || []));
+    cursor = page && page.next_cursor;
+    if (!cursor) return out;
+  }
+  return out;
+}

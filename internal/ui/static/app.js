@@ -73,11 +73,14 @@ function setupToken() {
   const dlg = document.getElementById("token-dialog");
   const input = document.getElementById("token-input");
   const reason = document.getElementById("token-reason");
-  let waiting = null;
+  // Every call refused while the dialog is open waits for the same answer
+  // (a view may make several calls at once).
+  let waiting = [];
   const finish = (ok) => {
     if (dlg.open) dlg.close();
-    if (waiting) waiting(ok);
-    waiting = null;
+    const w = waiting;
+    waiting = [];
+    w.forEach((resolve) => resolve(ok));
   };
   document.getElementById("token-form").addEventListener("submit", (e) => {
     e.preventDefault();
@@ -97,9 +100,7 @@ function setupToken() {
     reason.textContent = why + " It is kept in this tab only (sessionStorage) and sent to this kurad only.";
     if (!dlg.open) dlg.showModal();
     input.focus();
-    return new Promise((resolve) => {
-      waiting = resolve;
-    });
+    return new Promise((resolve) => waiting.push(resolve));
   };
   api.onTokenNeeded(open);
   document.getElementById("token-button").addEventListener("click", async () => {
