@@ -30,6 +30,7 @@ var layer = map[string]int{
 	"internal/keys":       pure, // the signing key: a file, no SQL, HTTP or NATS
 	"internal/dirlock":    pure, // a lock file
 	"internal/atomicfile": pure, // a file replaced whole, durably
+	"internal/ui":         pure, // the console's embedded files (the API sends them)
 
 	"internal/api":        adapter,
 	"internal/store":      adapter,
