@@ -100,7 +100,10 @@ func TestConsole_ProvenanceDrawsEveryNodeOnce(t *testing.T) {
 	p := openConsole(t, base, "/provenance/prov/belief:fast")
 	p.waitFor(`document.querySelector('main .graph svg a.node[data-ref="decision:keep"]') !== null`)
 	p.do(chromedp.Focus(chromedp.CSS(`main .graph svg a.node[data-ref="decision:keep"]`)), chromedp.KeyEvent("\r"))
+	// The heading comes before the graph (which waits for the trace), so
+	// wait for the highlighted vertex itself.
 	p.waitFor(`document.querySelector("main h1") && document.querySelector("main h1").textContent.includes("decision:keep")`)
+	p.waitFor(`document.querySelector("main .graph svg a.node.focus") !== null`)
 	if got := eval[string](p, `document.querySelector("main .graph svg a.node.focus").dataset.ref`); got != "decision:keep" {
 		t.Errorf("highlighted vertex = %q", got)
 	}
