@@ -225,8 +225,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("listen http: %w", err)
 	}
 	m.listener = ln
+	fresh := &freshConns{}
 	m.http = &http.Server{
 		Handler:           srv.Handler(),
+		ConnState:         fresh.track,
 		ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
 		ReadTimeout:       cfg.HTTPReadTimeout,
 		WriteTimeout:      cfg.HTTPWriteTimeout,
@@ -235,6 +237,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		ErrorLog:          slog.NewLogLogger(m.Logger.With("component", "http").Handler(), slog.LevelWarn),
 	}
 	m.http.RegisterOnShutdown(srv.CloseStreams)
+	m.http.RegisterOnShutdown(fresh.closeAll)
 	m.serveErr = make(chan error, 1)
 	go func() { m.serveErr <- m.http.Serve(ln) }()
 	if cfg.DebugAddr != "" {
