@@ -8,6 +8,10 @@ type Ledger struct {
 	RootHash  string   `json:"root_hash"`
 	Label     string   `json:"label"`
 	ParentIDs []string `json:"parent_ids"`
+	// ParentHashes are the parents' hashes in order, as the ledger hash
+	// commits to them, so a client recomputes the hash from this ledger
+	// alone (a wrong one cannot pass: the hash is signed).
+	ParentHashes []string `json:"parent_hashes"`
 	// RecordIDs is [] for a ledger of no records; nil (left out of the
 	// JSON) only where a listing leaves record ids out on purpose (the
 	// session log: read the ledger for them).

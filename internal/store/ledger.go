@@ -86,13 +86,14 @@ func (tx *Tx) InsertLedger(in *kura.LedgerInput, project string) (*kura.Ledger, 
 	}
 	root := kurahash.MerkleRoot(leaves)
 	l := &kura.Ledger{
-		ID:          uuid.Must(uuid.NewV7()).String(),
-		RootHash:    hex.EncodeToString(root[:]),
-		Label:       in.Label,
-		ParentIDs:   nonNil(in.ParentIDs),
-		RecordIDs:   nonNil(in.RecordIDs),
-		RecordCount: len(in.RecordIDs),
-		CreatedAt:   tx.NowString(),
+		ID:           uuid.Must(uuid.NewV7()).String(),
+		RootHash:     hex.EncodeToString(root[:]),
+		Label:        in.Label,
+		ParentIDs:    nonNil(in.ParentIDs),
+		ParentHashes: nonNil(parentHashes),
+		RecordIDs:    nonNil(in.RecordIDs),
+		RecordCount:  len(in.RecordIDs),
+		CreatedAt:    tx.NowString(),
 	}
 	l.Hash = kurahash.LedgerHash(l.RootHash, parentHashes, l.Label, l.CreatedAt)
 	l.Signature = hex.EncodeToString(ed25519.Sign(tx.db.signer, kurahash.LedgerSigningMessage(l.Hash)))
@@ -164,18 +165,21 @@ func (db *DB) ledgerRow(ctx context.Context, id string) (*kura.Ledger, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	rows, err := db.rdb.QueryContext(ctx, "SELECT parent_id FROM ledger_parents WHERE ledger_id = ? ORDER BY pos", id)
+	// A parent that is gone (only a damaged database lacks one) has hash "":
+	// verification then names it.
+	rows, err := db.rdb.QueryContext(ctx, "SELECT lp.parent_id, coalesce(p.hash, '') FROM ledger_parents lp LEFT JOIN ledgers p ON p.id = lp.parent_id WHERE lp.ledger_id = ? ORDER BY lp.pos", id)
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	l.ParentIDs = []string{}
+	l.ParentIDs, l.ParentHashes = []string{}, []string{}
 	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
+		var p, h string
+		if err := rows.Scan(&p, &h); err != nil {
 			return nil, mapErr(err)
 		}
 		l.ParentIDs = append(l.ParentIDs, p)
+		l.ParentHashes = append(l.ParentHashes, h)
 	}
 	return &l, mapErr(rows.Err())
 }

@@ -264,7 +264,8 @@ func (db *DB) SessionLog(ctx context.Context, sessionID, after string, limit int
 		SELECT lp.parent_id, chain.depth + 1 FROM chain JOIN ledger_parents lp ON lp.ledger_id = chain.id AND lp.pos = 0
 		WHERE chain.depth + 1 < ?)
 	SELECT l.id, l.hash, l.root_hash, l.label, l.record_count, l.created_at, l.signature,
-		(SELECT group_concat(parent_id, ',') FROM (SELECT parent_id FROM ledger_parents WHERE ledger_id = l.id ORDER BY pos))
+		(SELECT group_concat(parent_id, ',') FROM (SELECT parent_id FROM ledger_parents WHERE ledger_id = l.id ORDER BY pos)),
+		(SELECT group_concat(h, ',') FROM (SELECT coalesce(p.hash, '') AS h FROM ledger_parents lp LEFT JOIN ledgers p ON p.id = lp.parent_id WHERE lp.ledger_id = l.id ORDER BY lp.pos))
 	FROM chain JOIN ledgers l ON l.id = chain.id ORDER BY chain.depth`, *start, limit+1)
 	if err != nil {
 		return nil, "", mapErr(err)
@@ -272,13 +273,14 @@ func (db *DB) SessionLog(ctx context.Context, sessionID, after string, limit int
 	defer rows.Close()
 	for rows.Next() {
 		var l kura.Ledger
-		var parents sql.NullString
-		if err := rows.Scan(&l.ID, &l.Hash, &l.RootHash, &l.Label, &l.RecordCount, &l.CreatedAt, &l.Signature, &parents); err != nil {
+		var parents, parentHashes sql.NullString
+		if err := rows.Scan(&l.ID, &l.Hash, &l.RootHash, &l.Label, &l.RecordCount, &l.CreatedAt, &l.Signature, &parents, &parentHashes); err != nil {
 			return nil, "", mapErr(err)
 		}
-		l.ParentIDs = []string{}
-		if parents.String != "" {
+		l.ParentIDs, l.ParentHashes = []string{}, []string{}
+		if parents.Valid {
 			l.ParentIDs = strings.Split(parents.String, ",")
+			l.ParentHashes = strings.Split(parentHashes.String, ",")
 		}
 		out = append(out, l)
 	}

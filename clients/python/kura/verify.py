@@ -196,11 +196,12 @@ def ledger(ledger: Mapping[str, Any], records: Sequence[Mapping[str, Any]], publ
     their order, every record, the Merkle root over the recomputed seals,
     the ledger hash and kurad's Ed25519 signature by ``public_key``.
 
-    The ledger hash covers the parents' hashes, which the ledger JSON does
-    not carry: pass them as ``parent_hashes`` (the ``hash`` of each ledger of
-    ``parent_ids``, in order; ``Client.verify_ledger`` fetches them). A ledger
-    with parents and no parent hashes is InvalidInput. The caller should
-    compare the returned hash with one it trusts (or rely on the signature)."""
+    The ledger hash covers the parents' hashes: kurad's ledger JSON carries
+    them (``parent_hashes``), and ``parent_hashes=`` overrides them with
+    hashes of parents the caller verified itself. A ledger with parents and
+    neither is InvalidInput. A wrong parent hash fails the hash check (the
+    hash is signed); the caller should compare the returned hash with one it
+    trusts (or rely on the signature)."""
     lid = _field(ledger, "id", "ledger")
     subject = "ledger " + lid
     stored_root = _field(ledger, "root_hash", "ledger")

@@ -94,6 +94,18 @@ class ValidTests(unittest.TestCase):
             self.assertTrue(rep.signatures_checked)
             self.assertEqual(C.verify_ledger(lid, W["pk"]).hash, lg["hash"])
 
+    def test_ledger_with_parents_from_its_own_answer(self) -> None:
+        # The binding three-argument call: kurad's ledger JSON carries the
+        # parents' hashes, so a turn's output ledger verifies on its own.
+        lg, recs, parents = ledger_and_records(W["out"])
+        self.assertTrue(lg["parent_ids"])
+        self.assertEqual(lg["parent_hashes"], parents)
+        verify.ledger(lg, recs, W["pk"])
+        forged = dict(lg, parent_hashes=["00" * 32])
+        with self.assertRaises(kura.VerificationError) as cm:
+            verify.ledger(forged, recs, W["pk"])
+        self.assertEqual(cm.exception.what, "ledger_hash")
+
     def test_inclusion(self) -> None:
         lg, recs, _ = ledger_and_records(W["out"])
         for r in recs:
@@ -436,7 +448,8 @@ class BadInputTests(unittest.TestCase):
             lambda: verify.record(r),
             lambda: verify.record("not a record"),  # type: ignore[arg-type]
             lambda: verify.record({}),
-            lambda: verify.ledger(lg, recs, W["pk"]),  # parents without their hashes
+            # parents without their hashes (JSON from a kurad that did not carry them)
+            lambda: verify.ledger({k: v for k, v in lg.items() if k != "parent_hashes"}, recs, W["pk"]),
             lambda: verify.ledger(lg, recs, "ed25519:xyz", parent_hashes=parents),
             lambda: verify.ledger(lg, "abc", W["pk"], parent_hashes=parents),  # type: ignore[arg-type]
             lambda: verify.inclusion({"leaf_index": 0}, recs[0]),

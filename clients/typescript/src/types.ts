@@ -34,6 +34,8 @@ export interface Ledger {
   root_hash: string;
   label: string;
   parent_ids: string[];
+  /** The parents' hashes in parent_ids order (what hash commits to). */
+  parent_hashes?: string[];
   record_ids?: string[];
   record_count: number;
   created_at: string;

@@ -78,6 +78,12 @@ test("records, ledgers and proofs from a real kurad verify (sync and async)", as
   }
 });
 
+test("a ledger with parents verifies from its own answer (the binding three-argument call)", () => {
+  assert.deepEqual(head.parent_hashes, [ctx.hash]);
+  kura.verifyLedger(head, headRecords, info.public_key);
+  throwsWhat(() => kura.verifyLedger({ ...head, parent_hashes: ["0".repeat(64)] }, headRecords, info.public_key), "ledger_hash");
+});
+
 test("tampered record content: content_hash", () => {
   const rs = clone(headRecords);
   rs[0].content.text = "rewritten";
@@ -208,7 +214,9 @@ test("bad input gives a clear error, not a crash", () => {
   assert.throws(() => kura.verifyRecord({ ...headRecords[0], seal: undefined }), /has no seal/);
   assert.throws(() => kura.verifyLedger(head, "nope", info.public_key, parents()), /records is not a list/);
   assert.throws(() => kura.verifyLedger(head, headRecords, "not-a-key", parents()), /ed25519:<64 hex digits>/);
-  assert.throws(() => kura.verifyLedger(head, headRecords, info.public_key), /parentHashes/);
+  // JSON without parent_hashes (a kurad that did not carry them) needs them passed.
+  const { parent_hashes: _, ...bare } = head;
+  assert.throws(() => kura.verifyLedger(bare, headRecords, info.public_key), /parentHashes/);
   assert.throws(() => kura.verifyInclusion({}, headRecords[0]), /audit_path/);
   assert.throws(() => kura.verifySessionExport("not json\n", info.public_key), /line 1 is not JSON/);
 });
