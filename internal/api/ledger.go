@@ -141,18 +141,27 @@ func (s *Server) handleLedgerProof(w http.ResponseWriter, r *http.Request) {
 func ledgerParams(names ...string) accessCheck {
 	return func(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
 		for _, n := range names {
-			id := rc.URLParam(n)
-			if !kura.ValidID(id) {
-				return nil
-			}
-			ok, err := s.ledgerVisible(r.Context(), p, id)
-			if err != nil {
+			if err := s.checkLedgerVisible(r, p, rc.URLParam(n)); err != nil {
 				return err
-			}
-			if !ok {
-				return kura.Errorf(kura.ENotFound, "ledger %s not found", id)
 			}
 		}
 		return nil
 	}
+}
+
+// checkLedgerVisible answers a ledger the caller may not read exactly as
+// one that does not exist (404). An id that is not valid passes: the
+// handler answers it with 400.
+func (s *Server) checkLedgerVisible(r *http.Request, p auth.Principal, id string) error {
+	if !kura.ValidID(id) {
+		return nil
+	}
+	ok, err := s.ledgerVisible(r.Context(), p, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return kura.Errorf(kura.ENotFound, "ledger %s not found", id)
+	}
+	return nil
 }

@@ -194,18 +194,7 @@ func (s *Server) handleLogInclusion(w http.ResponseWriter, r *http.Request) {
 // ledgerQuery lets a caller ask for the proof of a ledger it may read
 // (the rule of GET /v1/ledgers/{id}, the same 404 for hidden and missing).
 func ledgerQuery(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
-	id := r.URL.Query().Get("ledger_id")
-	if !kura.ValidID(id) {
-		return nil
-	}
-	ok, err := s.ledgerVisible(r.Context(), p, id)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return kura.Errorf(kura.ENotFound, "ledger %s not found", id)
-	}
-	return nil
+	return s.checkLedgerVisible(r, p, r.URL.Query().Get("ledger_id"))
 }
 
 type leafAnswer struct {
