@@ -172,7 +172,7 @@ func newAttackEnv(t *testing.T) *attackEnv {
 	e.waitWitness(p.Base)
 	e.cut = e.logSize(p.Base)
 	p.Stop(t)
-	copyTree(t, e.dataDir, e.old)
+	kuradtest.CopyDataDir(t, e.dataDir, e.old)
 	p = e.start(true)
 	for _, sid := range e.sessions {
 		turn(sid, 3)
@@ -213,27 +213,6 @@ func (e *attackEnv) waitWitness(base string) {
 		lines := strings.Split(string(body), "\n")
 		return len(lines) > 1 && lines[1] == strconv.FormatInt(want, 10)
 	})
-}
-
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	entries, err := os.ReadDir(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(to, 0o700)
-	for _, en := range entries {
-		if !en.Type().IsRegular() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(from, en.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, en.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // edit runs SQL on the stopped kurad's database, as an attacker would.
@@ -326,7 +305,7 @@ var attacks = []struct {
 		for _, f := range []string{"kura.db", "kura.db-wal", "kura.db-shm"} {
 			os.Remove(filepath.Join(e.dataDir, f))
 		}
-		copyTree(e.t, e.old, e.dataDir)
+		kuradtest.CopyDataDir(e.t, e.old, e.dataDir)
 	}},
 	{"consistent truncation", func(e *attackEnv) {
 		// The third turns cut off every table that names them, the log

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,39 +155,6 @@ func TestE2E_LogCommands(t *testing.T) {
 	})
 }
 
-// copyDir copies a stopped kurad's data directory (flat files).
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			copyDir(t, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()))
-			continue
-		}
-		in, err := os.Open(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := os.Create(filepath.Join(dst, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			t.Fatal(err)
-		}
-		in.Close()
-		if err := out.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestE2E_VerifyKeepsLogState runs the attack signatures cannot catch: an
 // older copy of kurad's data directory put back, signed by the real key.
 // A kura that kept the checkpoint it verified refuses the smaller tree.
@@ -218,7 +184,7 @@ func TestE2E_VerifyKeepsLogState(t *testing.T) {
 		t.Fatalf("first verify: exit %d, %q %q", code, out, errOut)
 	}
 	stop(d)
-	copyDir(t, dataDir, oldCopy) // the backup an attacker will put back
+	kuradtest.CopyDataDir(t, dataDir, oldCopy) // the backup an attacker will put back
 
 	d = kuradtest.StartMain(t, kuradtest.Options{Configure: sameFiles})
 	writeLedger(t, d.BaseURL(), "after", 2)
@@ -237,7 +203,7 @@ func TestE2E_VerifyKeepsLogState(t *testing.T) {
 	if err := os.RemoveAll(dataDir); err != nil {
 		t.Fatal(err)
 	}
-	copyDir(t, oldCopy, dataDir)
+	kuradtest.CopyDataDir(t, oldCopy, dataDir)
 	d = kuradtest.StartMain(t, kuradtest.Options{Configure: sameFiles})
 	// kurad alone sees nothing wrong: the ledger still verifies.
 	if out, _, code := runKura(t, d.BaseURL(), nil, "verify", l1.ID, "--no-state"); code != exitOK {

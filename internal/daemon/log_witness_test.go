@@ -107,29 +107,6 @@ func writeRecords(t *testing.T, base, tag string, n int) {
 	}
 }
 
-// copyDir copies a stopped kurad's data directory: the "old copy" an
-// attacker (or a careless restore) puts back.
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	entries, err := os.ReadDir(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(to, 0o700)
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(from, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func logState(t *testing.T, base string) (string, string) {
 	t.Helper()
 	_, b := call(t, "GET", base+"/v1/info", "")
@@ -155,8 +132,8 @@ func TestLog_RollbackAndForkCaughtAtStart(t *testing.T) {
 	m, base := runAt(t, live, key)
 	writeRecords(t, base, "first", 3)
 	stop(t, m)
-	copyDir(t, live, old)
-	copyDir(t, live, forked)
+	kuradtest.CopyDataDir(t, live, old)
+	kuradtest.CopyDataDir(t, live, forked)
 
 	m, base = runAt(t, live, key)
 	writeRecords(t, base, "second", 4)

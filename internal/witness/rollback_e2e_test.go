@@ -3,10 +3,8 @@ package witness_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,36 +16,6 @@ import (
 	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/kura-memory/kura/internal/witness"
 )
-
-// copyFiles copies the regular files of src into dst (a data directory
-// is flat: the database, its WAL, the lock and address files).
-func copyFiles(t *testing.T, src, dst string) {
-	t.Helper()
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		in, err := os.Open(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := os.OpenFile(filepath.Join(dst, e.Name()), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			t.Fatal(err)
-		}
-		in.Close()
-		if err := out.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // The attack a witness exists for: kurad's data directory is put back to
 // an older copy (genuinely signed). The witness, which cosigned the newer
@@ -95,7 +63,7 @@ func TestWitness_E2E_RollbackOfTheDataDirectory(t *testing.T) {
 	oldSize := waitCosigned("the witness to cosign the old tree")
 	origin, _ := k.info()
 	stop(d)
-	copyFiles(t, dataDir, oldCopy)
+	kuradtest.CopyDataDir(t, dataDir, oldCopy)
 
 	d = start()
 	putRecords(t, client.New(kbase), 4, "new")
@@ -105,7 +73,7 @@ func TestWitness_E2E_RollbackOfTheDataDirectory(t *testing.T) {
 	}
 	stop(d)
 
-	copyFiles(t, oldCopy, dataDir) // the rollback
+	kuradtest.CopyDataDir(t, oldCopy, dataDir) // the rollback
 	start()
 	testwait.For(t, testwait.Default, "the witness to refuse the rolled-back tree", func() bool {
 		return metric(t, wbase, `kura_witness_refused_total{origin="`+origin+`",reason="smaller"}`) != ""
