@@ -91,6 +91,10 @@ func TestServe_Files(t *testing.T) {
 			t.Errorf("%s: %d %s, want 404 with the error body", p, resp.StatusCode, b)
 		}
 	}
+	// The console is read-only: a write to it is refused with the error body.
+	if b := call(t, http.MethodPost, base, "/ui/app.js", `{}`, "", http.StatusMethodNotAllowed); b["error"] == nil {
+		t.Errorf("POST /ui/app.js: %v, want the error body", b)
+	}
 	if resp, _ := get(t, base+"/ui", nil); resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/ui/" {
 		t.Errorf("/ui: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
