@@ -27,7 +27,9 @@ import (
 // Config is kurad's configuration. It is built from defaults, then an
 // optional KEY=value file, then KURA_* environment variables, then flags.
 type Config struct {
-	DataDir         string
+	DataDir string
+	// DatabaseURL keeps the store in PostgreSQL instead of DataDir/kura.db.
+	DatabaseURL     string
 	HTTPAddr        string
 	NATSAddr        string
 	NATSUsersFile   string
@@ -175,6 +177,7 @@ func settings() []setting {
 		{"http-write-timeout", "KURA_HTTP_WRITE_TIMEOUT", "how long an answer may take (event streams, long polls and backups set their own)", duration("http-write-timeout", func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })},
 		{"http-idle-timeout", "KURA_HTTP_IDLE_TIMEOUT", "how long an idle keep-alive connection stays open", duration("http-idle-timeout", func(c *Config) *time.Duration { return &c.HTTPIdleTimeout })},
 		{"data-dir", "KURA_DATA_DIR", "directory for kura.db, kurad.addr and kurad.key", str(func(c *Config) *string { return &c.DataDir })},
+		{"database-url", "KURA_DATABASE_URL", "PostgreSQL (15 or later) to keep everything in instead of kura.db, postgres://user@host/db; several kurads may share it", str(func(c *Config) *string { return &c.DatabaseURL })},
 		{"http-addr", "KURA_HTTP_ADDR", "HTTP listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.HTTPAddr })},
 		{"nats-addr", "KURA_NATS_ADDR", "embedded NATS listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.NATSAddr })},
 		{"nats-users-file", "KURA_NATS_USERS_FILE", "NATS users (`<user> <bcrypt-hash> <projects>` or `<nkey> - <projects>` a line); required when nats-addr is not loopback", str(func(c *Config) *string { return &c.NATSUsersFile })},

@@ -130,6 +130,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.store = store.New(store.Config{
 		Path:           dbPath,
+		DatabaseURL:    cfg.DatabaseURL,
 		Synchronous:    cfg.Synchronous,
 		MaxBatch:       cfg.WriterMaxBatch,
 		Linger:         cfg.WriterLinger,

@@ -6,12 +6,30 @@ package kuradtest
 import (
 	"context"
 	"io"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kura-memory/kura/internal/daemon"
+	"github.com/kura-memory/kura/internal/pgtest"
 )
+
+// The stores a test daemon may run on: the whole API suite runs against
+// each (KURA_TEST_STORE picks one; make test runs both).
+const (
+	StoreSQLite   = "sqlite"
+	StorePostgres = "postgres"
+)
+
+// Store is the store this test binary's daemons use: KURA_TEST_STORE, by
+// default SQLite.
+func Store() string {
+	if os.Getenv("KURA_TEST_STORE") == StorePostgres {
+		return StorePostgres
+	}
+	return StoreSQLite
+}
 
 // Options adjust the test daemon's configuration.
 type Options struct {
@@ -66,6 +84,9 @@ func StartMain(tb testing.TB, o Options) *Daemon {
 	cfg.NATSAddr = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
 	cfg.KeyFile = cfg.DataDir + "/kurad.key"
+	if Store() == StorePostgres {
+		cfg.DatabaseURL = pgtest.URL(tb)
+	}
 	if o.Clock != nil {
 		cfg.Now = o.Clock.Now
 	}

@@ -13,7 +13,7 @@ import (
 
 const (
 	qKBSpace       = "SELECT sp FROM kb_spaces WHERE kb = ? AND scope = ?"
-	qKBInsertSpace = "INSERT INTO kb_spaces(kb, scope) VALUES(?,?)"
+	qKBInsertSpace = "INSERT INTO kb_spaces(kb, scope) VALUES(?,?) RETURNING sp"
 	qKBAddCount    = "UPDATE kb_spaces SET entries = entries + ? WHERE sp = ?"
 	qKBEntry       = "SELECT eid, id, identifier, keys, value, version, created_at FROM kb_entries WHERE sp = ? AND identifier = ?"
 	// The live entries and the last versions of many identifiers at once:
@@ -65,11 +65,7 @@ func (tx *Tx) kbSpace(name, scope string, create bool) (s kbSpace, ok bool, err 
 		if !create {
 			return s, false, nil
 		}
-		res, err := tx.Exec(qKBInsertSpace, name, scope)
-		if err != nil {
-			return s, false, err
-		}
-		s.sp, err = res.LastInsertId()
+		err := tx.QueryRow(qKBInsertSpace, name, scope).Scan(&s.sp)
 		return s, err == nil, err
 	}
 	return s, err == nil, err

@@ -197,7 +197,7 @@ func (db *DB) openLog(ctx context.Context) error {
 	if err := db.wdb.QueryRowContext(ctx, "SELECT coalesce(max(leaf) + 1, 0) FROM log_hashes").Scan(&size); err != nil {
 		return fmt.Errorf("open log: %w", err)
 	}
-	if err := db.loadFrontier(ctx, size); err != nil {
+	if err := db.loadFrontier(ctx, db.wdb, size); err != nil {
 		return err
 	}
 	if !db.logs.off && size < db.lastSeq.Load() {
@@ -250,9 +250,9 @@ func ValidOrigin(s string) bool {
 	return true
 }
 
-func (db *DB) loadFrontier(ctx context.Context, size int64) error {
+func (db *DB) loadFrontier(ctx context.Context, q queryer, size int64) error {
 	idx := frontierIndexes(size)
-	hs, err := hashReader{ctx: ctx, q: db.wdb}.ReadHashes(idx)
+	hs, err := hashReader{ctx: ctx, q: q}.ReadHashes(idx)
 	if err != nil {
 		return fmt.Errorf("open log: tree of %d leaves: %w", size, err)
 	}

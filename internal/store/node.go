@@ -17,15 +17,15 @@ const nodeCols = "n.nid, n.kind, n.id, n.version, n.title, n.summary, n.lifecycl
 
 const (
 	qScopeID        = "SELECT sid FROM scopes WHERE name = ?"
-	qInsertScope    = "INSERT INTO scopes(name) VALUES(?)"
+	qInsertScope    = "INSERT INTO scopes(name) VALUES(?) RETURNING sid"
 	qNodeByKey      = "SELECT " + nodeCols + " FROM nodes n WHERE n.sid = ? AND n.kind = ? AND n.id = ?"
 	qNodeNID        = "SELECT nid FROM nodes WHERE sid = ? AND kind = ? AND id = ?"
-	qInsertNode     = "INSERT INTO nodes(sid, kind, id, version, title, summary, lifecycle, authority, confidence, target_files, payload_ref, owner, source_type, derived_from, metadata, created_at, updated_at, written_by) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+	qInsertNode     = "INSERT INTO nodes(sid, kind, id, version, title, summary, lifecycle, authority, confidence, target_files, payload_ref, owner, source_type, derived_from, metadata, created_at, updated_at, written_by) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING nid"
 	qUpdateNode     = "UPDATE nodes SET version = ?, title = ?, summary = ?, lifecycle = ?, authority = ?, confidence = ?, target_files = ?, payload_ref = ?, owner = ?, source_type = ?, derived_from = ?, metadata = ?, updated_at = ?, written_by = ? WHERE nid = ?"
 	qInsertVersion  = "INSERT INTO node_versions(nid, version, valid_from, body) VALUES(?,?,?,?)"
 	qInsertConf     = "INSERT INTO confidence_history(nid, version, at, old, new, reason) VALUES(?,?,?,?,?,?)"
 	qRecordVertex   = "SELECT vid FROM lineage_records WHERE record_id = ?"
-	qInsertVertex   = "INSERT INTO lineage_records(record_id) VALUES(?)"
+	qInsertVertex   = "INSERT INTO lineage_records(record_id) VALUES(?) RETURNING vid"
 	qRecordExists   = "SELECT 1 FROM records WHERE id = ?"
 	qDeleteEdges    = "DELETE FROM lineage WHERE child = ?"
 	qInsertEdge     = "INSERT OR IGNORE INTO lineage(child, parent) VALUES(?,?)"
@@ -100,11 +100,8 @@ func (tx *Tx) scope(name string) (int64, error) {
 	var sid int64
 	err := tx.QueryRow(qScopeID, name).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
-		res, err := tx.Exec(qInsertScope, name)
-		if err != nil {
-			return 0, err
-		}
-		return res.LastInsertId()
+		err := tx.QueryRow(qInsertScope, name).Scan(&sid)
+		return sid, err
 	}
 	return sid, err
 }
@@ -137,11 +134,9 @@ func (tx *Tx) vertices(sid int64, scope string, refs []string, field string) ([]
 					}
 					return nil, err
 				}
-				res, err := tx.Exec(qInsertVertex, r.ID)
-				if err != nil {
+				if err := tx.QueryRow(qInsertVertex, r.ID).Scan(&vid); err != nil {
 					return nil, err
 				}
-				vid, _ = res.LastInsertId()
 			} else if err != nil {
 				return nil, err
 			}

@@ -53,12 +53,11 @@ func (tx *Tx) putNode(sid int64, scope string, in *kura.NodeInput, field string,
 	var nid int64
 	files, derived := jsonList(n.TargetFiles), jsonList(n.DerivedFrom)
 	if old == nil {
-		res, err := tx.Exec(qInsertNode, sid, n.Kind, n.ID, n.Version, n.Title, n.Summary, n.Lifecycle, n.Authority, n.Confidence,
-			files, nullable(n.PayloadRef), nullable(n.Owner), n.SourceType, derived, string(n.Metadata), n.CreatedAt, n.UpdatedAt, nullable(&n.WrittenBy))
+		err := tx.QueryRow(qInsertNode, sid, n.Kind, n.ID, n.Version, n.Title, n.Summary, n.Lifecycle, n.Authority, n.Confidence,
+			files, nullable(n.PayloadRef), nullable(n.Owner), n.SourceType, derived, string(n.Metadata), n.CreatedAt, n.UpdatedAt, nullable(&n.WrittenBy)).Scan(&nid)
 		if err != nil {
 			return nil, false, err
 		}
-		nid, _ = res.LastInsertId()
 	} else {
 		nid = old.nid
 		if lineageChanged && len(parents) > 0 {

@@ -28,8 +28,11 @@ var migrationFS embed.FS
 // Config is how a store is opened.
 type Config struct {
 	// Hooks let tests act between the steps of a write; nil in production.
-	Hooks          Hooks
-	Path           string // database file
+	Hooks Hooks
+	Path  string // database file
+	// DatabaseURL, when set, keeps everything in PostgreSQL instead of
+	// the file at Path (pg.go): several kurads may share one database.
+	DatabaseURL    string
 	Synchronous    string // FULL (default) or NORMAL
 	MaxBatch       int    // write jobs per transaction
 	ReadPool       int    // read-only connections
@@ -162,6 +165,8 @@ type DB struct {
 
 	logs logState // the Merkle log's tree (log.go)
 
+	pg *pgState // the PostgreSQL store's own state; nil on SQLite (pg.go)
+
 	vecs  vectorIndexes // semantic indexes built so far (vecindex.go)
 	embed embedState    // the embedder as the worker and searches saw it (vectors.go)
 }
@@ -253,6 +258,9 @@ func (db *DB) Open(ctx context.Context) error {
 		return errors.New("open store: a signing key is required")
 	}
 	db.pub = db.signer.Public().(ed25519.PublicKey)
+	if db.cfg.DatabaseURL != "" {
+		return db.openPG(ctx)
+	}
 	switch strings.ToUpper(db.cfg.Synchronous) {
 	case "FULL", "NORMAL":
 	default:
@@ -336,6 +344,11 @@ func (db *DB) Open(ctx context.Context) error {
 	}
 	cdb.SetMaxOpenConns(1)
 	db.cdb = cdb
+	return db.start(ctx)
+}
+
+// start runs the writer and the background work of an opened store.
+func (db *DB) start(ctx context.Context) error {
 	db.jobs = make(chan *job, 4096)
 	db.bg, db.stopBg = context.WithCancel(context.Background())
 	db.quit = make(chan struct{})
@@ -480,6 +493,9 @@ func (db *DB) Close(ctx context.Context) error {
 	for _, s := range db.stmts {
 		s.Close()
 	}
+	if db.pg != nil {
+		return db.closePG(errs)
+	}
 	if err := db.cdb.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -592,6 +608,9 @@ func mapErr(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return kura.Errorf(kura.EUnavailable, "request cancelled or timed out")
 	}
+	if pe := mapPGErr(err); pe != nil {
+		return pe
+	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
@@ -622,6 +641,9 @@ const walKickPages = 4000
 // checkpoints that never wait for the writer or readers.
 func (db *DB) checkpointer() {
 	defer close(db.ckptDone)
+	if db.pg != nil {
+		return // PostgreSQL runs its own checkpoints
+	}
 	t := time.NewTicker(db.cfg.CheckpointInterval)
 	defer t.Stop()
 	for {

@@ -89,7 +89,7 @@ func (tx *Tx) Query(q string, args ...any) (*sql.Rows, error) {
 }
 
 const (
-	qInsertEvent = "INSERT INTO events(id, type, project, subject, refs, created_at, digest) VALUES(?,?,?,?,?,?,?)"
+	qInsertEvent = "INSERT INTO events(seq, id, type, project, subject, refs, created_at, digest) VALUES((SELECT coalesce(max(seq), 0) + 1 FROM events),?,?,?,?,?,?,?) RETURNING seq"
 	qSavepoint   = "SAVEPOINT job"
 	qRelease     = "RELEASE job"
 	qRollbackTo  = "ROLLBACK TO job"
@@ -111,12 +111,8 @@ func (tx *Tx) addEvent(typ, project, subject string, refs map[string]string, dig
 	if typ == kura.EventRecordWritten {
 		stored = "" // the record's seal (qLeafEvents)
 	}
-	res, err := tx.Exec(qInsertEvent, id, typ, project, subject, string(b), at, stored)
-	if err != nil {
-		return err
-	}
-	seq, err := res.LastInsertId()
-	if err != nil {
+	var seq int64
+	if err := tx.QueryRow(qInsertEvent, id, typ, project, subject, string(b), at, stored).Scan(&seq); err != nil {
 		return err
 	}
 	tx.events = append(tx.events, kura.Event{Seq: seq, ID: id, Type: typ, Project: project, Subject: subject, Refs: refs, CreatedAt: at, Digest: digest})
@@ -275,6 +271,13 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 	if err != nil {
 		db.failAll(batch, start, db.writeErr(fmt.Errorf("begin: %w", err)))
 		return true
+	}
+	if db.pg != nil {
+		if err := db.pgLockWrites(ctx, sqlTx); err != nil {
+			sqlTx.Rollback()
+			db.failAll(batch, start, db.writeErr(err))
+			return true
+		}
 	}
 	var events []kura.Event
 	var indexed []int64

@@ -1,0 +1,12 @@
+package api_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/kura-memory/kura/internal/pgtest"
+)
+
+// TestMain stops the PostgreSQL server the suite started when it runs
+// against PostgreSQL (KURA_TEST_STORE=postgres).
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -1,0 +1,300 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// PostgreSQL store: the same DB, statements and rules as on SQLite, with
+// what only a shared server needs (doc.go, "The store line"):
+//
+//   - one write lock across every kurad on the database (a transaction
+//     advisory lock taken first in each group transaction): writes
+//     serialise as SQLite's single writer does, so event seqs stay
+//     gap-free and commit-ordered, and head moves, claims and idempotency
+//     keys decide against the latest committed state;
+//   - after taking it, the writer catches up with what other instances
+//     committed since its last transaction (seq, counts, the log's tree);
+//   - a poller notices other instances' commits for readers (the event
+//     feed, followers) between this instance's own writes.
+
+//go:embed migrations_pg/*.sql
+var pgMigrationFS embed.FS
+
+// Advisory lock keys (pg_advisory_*): arbitrary, fixed, Kura's own.
+const (
+	pgWriteLockKey   = 0x6b757261_0001 // every group transaction
+	pgMigrateLockKey = 0x6b757261_0002 // a starting instance's migrations
+)
+
+// pgPollInterval is how often an instance looks for events other
+// instances committed.
+const pgPollInterval = 100 * time.Millisecond
+
+type pgState struct {
+	pollDone chan struct{}
+}
+
+// openPG is Open for KURA_DATABASE_URL.
+func (db *DB) openPG(ctx context.Context) error {
+	db.pg = &pgState{pollDone: make(chan struct{})}
+	wdb, err := sql.Open(pgDriverName, db.cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	db.wdb = wdb
+	fail := func(err error) error {
+		wdb.Close()
+		if db.rdb != nil {
+			db.rdb.Close()
+		}
+		return err
+	}
+	if err := wdb.PingContext(ctx); err != nil {
+		return fail(fmt.Errorf("open store: connect to the database: %w", err))
+	}
+	// Instances starting together take turns to migrate and to name the
+	// log: a session lock on the writer's one connection.
+	if _, err := wdb.ExecContext(ctx, "SELECT pg_advisory_lock(?)", int64(pgMigrateLockKey)); err != nil {
+		return fail(fmt.Errorf("open store: %w", err))
+	}
+	err = db.migratePG(ctx)
+	if err == nil {
+		var seq sql.NullInt64
+		if err = wdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err == nil {
+			db.lastSeq.Store(seq.Int64)
+			err = db.openLog(ctx)
+		}
+	}
+	if _, uerr := wdb.ExecContext(ctx, "SELECT pg_advisory_unlock(?)", int64(pgMigrateLockKey)); err == nil && uerr != nil {
+		err = uerr
+	}
+	if err != nil {
+		return fail(err)
+	}
+	rdb, err := sql.Open(pgDriverName, db.cfg.DatabaseURL)
+	if err != nil {
+		return fail(fmt.Errorf("open read pool: %w", err))
+	}
+	rdb.SetMaxOpenConns(db.cfg.ReadPool)
+	rdb.SetMaxIdleConns(db.cfg.ReadPool)
+	db.rdb = rdb
+	for _, q := range []struct {
+		q string
+		v interface{ Store(int64) }
+	}{
+		{"SELECT count(*) FROM records", &db.counts.records},
+		{"SELECT count(*) FROM ledgers", &db.counts.ledgers},
+		{"SELECT count(*) FROM events", &db.counts.events},
+	} {
+		var n int64
+		if err := rdb.QueryRowContext(ctx, q.q).Scan(&n); err != nil {
+			return fail(fmt.Errorf("load counters: %w", err))
+		}
+		q.v.Store(n)
+	}
+	db.stmts = map[string]*sql.Stmt{}
+	for _, q := range writeStatements() {
+		st, err := db.wdb.PrepareContext(ctx, q)
+		if err != nil {
+			return fail(fmt.Errorf("prepare %q: %w", q, err))
+		}
+		db.stmts[q] = st
+	}
+	// No checkpointer: PostgreSQL checkpoints itself.
+	if err := db.start(ctx); err != nil {
+		return err
+	}
+	go db.pollRemoteCommits()
+	return nil
+}
+
+// migratePG applies migrations_pg in order; the version is kept in meta
+// (PostgreSQL has no user_version). A database written by a newer kurad
+// is refused before anything writes.
+func (db *DB) migratePG(ctx context.Context) error {
+	names, err := fs.Glob(pgMigrationFS, "migrations_pg/*.sql")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	sort.Strings(names)
+	v := 0
+	var hasMeta bool
+	if err := db.wdb.QueryRowContext(ctx, "SELECT to_regclass('meta') IS NOT NULL").Scan(&hasMeta); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if hasMeta {
+		var s string
+		err := db.wdb.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'pg_schema_version'").Scan(&s)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		v, _ = strconv.Atoi(s)
+	}
+	if v > len(names) {
+		return fmt.Errorf("open store: database schema version %d is newer than this kurad supports (%d); refusing to open it", v, len(names))
+	}
+	for i, name := range names {
+		ver := i + 1
+		if ver <= v {
+			continue
+		}
+		body, err := pgMigrationFS.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		tx, err := db.wdb.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES('pg_schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", strconv.Itoa(ver)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+		db.log.Info("migrated database", "engine", "postgres", "schema_version", ver)
+	}
+	return nil
+}
+
+// pgLockWrites takes the write lock in a group transaction and catches up
+// with what other instances committed since this one last wrote.
+func (db *DB) pgLockWrites(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(pgWriteLockKey)); err != nil {
+		return fmt.Errorf("write lock: %w", err)
+	}
+	var seq sql.NullInt64
+	if err := tx.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err != nil {
+		return fmt.Errorf("write lock: %w", err)
+	}
+	if !db.logs.off {
+		var size int64
+		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(leaf) + 1, 0) FROM log_hashes").Scan(&size); err != nil {
+			return fmt.Errorf("write lock: %w", err)
+		}
+		if size != db.logs.size {
+			if err := db.loadFrontier(ctx, tx, size); err != nil {
+				return err
+			}
+		}
+	}
+	db.advanceSeq(ctx, tx, seq.Int64)
+	return nil
+}
+
+// advanceSeq moves what this instance knows of the feed to seq, counting
+// the records, ledgers and events committed elsewhere since.
+func (db *DB) advanceSeq(ctx context.Context, q queryer, seq int64) {
+	for {
+		last := db.lastSeq.Load()
+		if seq <= last {
+			return
+		}
+		rows, err := q.QueryContext(ctx, "SELECT type, count(*) FROM events WHERE seq > ? AND seq <= ? GROUP BY type", last, seq)
+		if err != nil {
+			return // the next poll or write tries again
+		}
+		var recs, ledgers, all int64
+		for rows.Next() {
+			var typ string
+			var n int64
+			if rows.Scan(&typ, &n) != nil {
+				continue
+			}
+			all += n
+			switch typ {
+			case kura.EventRecordWritten:
+				recs += n
+			case "ledger.written":
+				ledgers += n
+			}
+		}
+		rows.Close()
+		if !db.lastSeq.CompareAndSwap(last, seq) {
+			continue // the writer or the poller moved first: count from there
+		}
+		db.counts.records.Add(recs)
+		db.counts.ledgers.Add(ledgers)
+		db.counts.events.Add(all)
+		db.evMu.Lock()
+		close(db.evCh)
+		db.evCh = make(chan struct{})
+		db.evMu.Unlock()
+		return
+	}
+}
+
+// pollRemoteCommits wakes this instance's readers (the feed, followers)
+// for events other instances commit.
+func (db *DB) pollRemoteCommits() {
+	defer close(db.pg.pollDone)
+	t := time.NewTicker(pgPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.quit:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(db.bg, 5*time.Second)
+		var seq sql.NullInt64
+		if err := db.rdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err == nil {
+			db.advanceSeq(ctx, db.rdb, seq.Int64)
+		}
+		cancel()
+	}
+}
+
+func (db *DB) closePG(errs []error) error {
+	<-db.pg.pollDone
+	if err := db.rdb.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := db.wdb.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	return nil
+}
+
+// mapPGErr turns PostgreSQL failures into Kura errors by SQLSTATE.
+func mapPGErr(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		if pgconn.SafeToRetry(err) || errors.Is(err, sql.ErrConnDone) {
+			return &kura.Error{Code: kura.EUnavailable, Message: "the database is unreachable; retry"}
+		}
+		return nil
+	}
+	switch {
+	case pe.Code == "23505": // unique_violation
+		return &kura.Error{Code: kura.EConflict, Message: "a conflicting write holds this name; retry or choose another"}
+	case pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "55P03": // serialization, deadlock, lock not available
+		return &kura.Error{Code: kura.EUnavailable, Message: "the database is busy; retry"}
+	case pe.Code == "53100": // disk_full
+		return errStorageFull()
+	case pe.Code[:2] == "53" || pe.Code[:2] == "58" || pe.Code[:2] == "XX" || pe.Code[:2] == "08" || pe.Code[:2] == "57":
+		return &kura.Error{Code: kura.EUnavailable, Message: msgStorageFailing, Cause: kura.ErrStorage}
+	}
+	return nil
+}

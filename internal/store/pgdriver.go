@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// pgDriverName is the database/sql driver of the PostgreSQL store: pgx's,
+// with the store's statements rewritten on their way in. The store writes
+// one SQL for both engines, with SQLite's positional `?`; PostgreSQL wants
+// `$1, $2...`. Rewriting in the driver keeps every call site (and every
+// rule above it) the same for both stores; the few statements whose
+// meaning differs (search, storage upkeep) are chosen by the store itself.
+const pgDriverName = "kura-pgx"
+
+func init() {
+	sql.Register(pgDriverName, pgDriver{})
+}
+
+type pgDriver struct{}
+
+func (pgDriver) Open(name string) (driver.Conn, error) {
+	c, err := stdlib.GetDefaultDriver().Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &pgConn{Conn: c.(*stdlib.Conn)}, nil
+}
+
+// pgConn is pgx's connection with the statements rebound; every other
+// method (transactions, pings, argument checks, session resets) is pgx's.
+type pgConn struct {
+	*stdlib.Conn
+}
+
+func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
+	return c.Conn.Prepare(rebind(query))
+}
+
+func (c *pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	return c.Conn.PrepareContext(ctx, rebind(query))
+}
+
+func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return c.Conn.ExecContext(ctx, rebind(query), args)
+}
+
+func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.Conn.QueryContext(ctx, rebind(query), args)
+}
+
+// rebound caches rewrites: the store's statements are a fixed, small set
+// (built ones vary only in their count of placeholders).
+var rebound sync.Map
+
+// maxRebound bounds the cache against statements built per request.
+const maxRebound = 4096
+
+var reboundN struct {
+	sync.Mutex
+	n int
+}
+
+// rebind turns SQLite's positional `?` into PostgreSQL's `$n`, leaving
+// string literals, quoted identifiers and comments alone.
+func rebind(q string) string {
+	if !strings.Contains(q, "?") {
+		return q
+	}
+	if r, ok := rebound.Load(q); ok {
+		return r.(string)
+	}
+	r := rebindScan(q)
+	reboundN.Lock()
+	if reboundN.n < maxRebound {
+		reboundN.n++
+		rebound.Store(q, r)
+	}
+	reboundN.Unlock()
+	return r
+}
+
+func rebindScan(q string) string {
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n := 0
+	for i := 0; i < len(q); i++ {
+		ch := q[i]
+		switch {
+		case ch == '\'' || ch == '"':
+			j := i + 1
+			for j < len(q) {
+				if q[j] == ch {
+					if j+1 < len(q) && q[j+1] == ch { // doubled quote inside
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			if j >= len(q) {
+				j = len(q) - 1
+			}
+			b.WriteString(q[i : j+1])
+			i = j
+		case ch == '-' && i+1 < len(q) && q[i+1] == '-':
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				b.WriteString(q[i:])
+				return b.String()
+			}
+			b.WriteString(q[i : i+j+1])
+			i += j
+		case ch == '/' && i+1 < len(q) && q[i+1] == '*':
+			j := strings.Index(q[i+2:], "*/")
+			if j < 0 {
+				b.WriteString(q[i:])
+				return b.String()
+			}
+			b.WriteString(q[i : i+2+j+2])
+			i += 2 + j + 1
+		case ch == '?':
+			// ?NNN names its argument (SQLite's numbered form); a bare ?
+			// is the next one.
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			b.WriteByte('$')
+			if j > i+1 {
+				b.WriteString(q[i+1 : j])
+				i = j - 1
+			} else {
+				n++
+				b.WriteString(strconv.Itoa(n))
+			}
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return b.String()
+}
