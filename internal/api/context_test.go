@@ -3,14 +3,12 @@ package api_test
 import (
 	"bytes"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -203,28 +201,14 @@ func (c *apiClient) ctxRelate(scope, kind, from, to string, confidence float64) 
 // left out: the doorbell saves its published cursor there on its own
 // schedule, after commits no request of the test is waiting for.
 func ctxRows(t *testing.T, d *kuradtest.Daemon) func() string {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(d.Config.DataDir, "kura.db")+"?mode=ro&_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := d.RawDB(t)
 	return func() string {
 		t.Helper()
-		rows, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'meta' ORDER BY name")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			names = append(names, n)
-		}
-		rows.Close()
 		var b strings.Builder
-		for _, n := range names {
+		for _, n := range d.Tables(t, db) {
+			if n == "meta" {
+				continue
+			}
 			var count int
 			if err := db.QueryRow(`SELECT count(*) FROM "` + n + `"`).Scan(&count); err != nil {
 				t.Fatal(err)

@@ -61,6 +61,11 @@ func filesHolding(t *testing.T, dataDir, marker string) []string {
 // with "purge":"complete", and the marker is in neither kura.db nor
 // kura.db-wal; /v1/info and /metrics say nothing is pending.
 func TestAPI_RedactPurgesWhileASlowClientReads(t *testing.T) {
+	if kuradtest.Store() == kuradtest.StorePostgres {
+		// It reads the content back from kura.db and its WAL; PostgreSQL's
+		// purge (VACUUM FULL records) is tested in the store.
+		t.Skip("reads SQLite's files")
+	}
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	c := &apiClient{tb: t, base: d.BaseURL()}
 	nonce := make([]byte, 8)

@@ -1,12 +1,10 @@
 package api_test
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -127,11 +125,7 @@ func TestSession_ThreeTurnsChainAndVerify(t *testing.T) {
 		t.Fatalf("reflog: %+v", rl.Reflog)
 	}
 
-	raw, err := sql.Open("sqlite", "file:"+filepath.Join(d.Config.DataDir, "kura.db")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := d.RawDB(t)
 	exec := func(q string, args ...any) {
 		t.Helper()
 		if _, err := raw.Exec(q, args...); err != nil {

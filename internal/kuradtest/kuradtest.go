@@ -5,14 +5,17 @@ package kuradtest
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/pgtest"
+	"github.com/kura-memory/kura/internal/store"
 )
 
 // The stores a test daemon may run on: the whole API suite runs against
@@ -99,6 +102,9 @@ func StartMain(tb testing.TB, o Options) *Daemon {
 	out := o.LogOutput
 	if out == nil {
 		out = io.Discard
+		if os.Getenv("KURA_TEST_LOG") != "" { // a failing test's daemon log, on demand
+			out = os.Stderr
+		}
 	}
 	m := daemon.NewMain(cfg, "test", out)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -114,4 +120,49 @@ func StartMain(tb testing.TB, o Options) *Daemon {
 		}
 	})
 	return &Daemon{Main: m}
+}
+
+// RawDB opens the daemon's database beside it, as a test that tampers with
+// storage does: kura.db on SQLite, the database on PostgreSQL (with the
+// store's driver, so statements use SQLite's ? placeholders on both).
+func (d *Daemon) RawDB(tb testing.TB) *sql.DB {
+	tb.Helper()
+	var db *sql.DB
+	var err error
+	if d.Config.DatabaseURL != "" {
+		db, err = sql.Open(store.PGDriverName, d.Config.DatabaseURL)
+	} else {
+		db, err = sql.Open("sqlite", "file:"+filepath.Join(d.Config.DataDir, "kura.db")+"?_pragma=busy_timeout(10000)")
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Tables names the daemon's tables (search's own internal tables aside).
+func (d *Daemon) Tables(tb testing.TB, db *sql.DB) []string {
+	tb.Helper()
+	q := "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+	if d.Config.DatabaseURL != "" {
+		q = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
+	}
+	rows, err := db.Query(q)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			tb.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return names
 }

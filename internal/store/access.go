@@ -49,11 +49,11 @@ var (
 	// ?1 ids (JSON array), ?2 projects (JSON array, NULL: all), ?3 the
 	// reader's identity, ?4 scopes (JSON array, NULL: all).
 	qRecordsVisible = `SELECT r.id FROM json_each(?1) j CROSS JOIN records r ON r.id = j.value
-	WHERE (?2 IS NULL OR r.author_id = ?3
+	WHERE (CAST(?2 AS TEXT) IS NULL OR r.author_id = ?3
 		OR EXISTS (SELECT 1 FROM ledger_records lr WHERE lr.record_id = r.id AND ` + sprintfLedger("lr.ledger_id") + `)
 		OR EXISTS (SELECT 1 FROM turn_output o JOIN turns t ON t.id = o.turn_id JOIN sessions s ON s.id = t.session_id
 			WHERE o.record_id = r.id AND s.project IN (SELECT value FROM json_each(?2))))
-	AND (?4 IS NULL OR NOT ` + withheld("?4") + `)`
+	AND (CAST(?4 AS TEXT) IS NULL OR NOT ` + withheld("?4") + `)`
 )
 
 func sprintfLedger(col string) string {

@@ -198,7 +198,7 @@ func recordJSONSQL(isWithheld string) string {
  ',"type":', json_quote(r.type), ',"content":', CASE WHEN ` + isWithheld + ` THEN 'null' ELSE coalesce(r.content, 'null') END,
  ',"author_id":', json_quote(r.author_id), ',"metadata":', r.metadata,
  ',"created_at":', json_quote(r.created_at),
- CASE WHEN r.redacted THEN ',"redacted":true' ELSE '' END,
+ CASE WHEN r.redacted <> 0 THEN ',"redacted":true' ELSE '' END,
  CASE WHEN ` + isWithheld + ` THEN ',"withheld":true}' ELSE '}' END)`
 }
 
@@ -206,7 +206,7 @@ func recordJSONSQL(isWithheld string) string {
 // the reader holds (the scoped query only). Each row is a position and a
 // record's JSON.
 var (
-	qHydrate       = hydrateSQL("0")
+	qHydrate       = hydrateSQL("1 = 0")
 	qHydrateScoped = hydrateSQL(withheld("?4"))
 )
 

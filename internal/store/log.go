@@ -153,7 +153,7 @@ func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		leaves[i] = ((n + 1) << l) - 1
 	}
 	ids, _ := json.Marshal(leaves)
-	rows, err := r.q.QueryContext(r.ctx, "SELECT leaf, hashes FROM log_hashes WHERE leaf IN (SELECT value FROM json_each(?))", string(ids))
+	rows, err := r.q.QueryContext(r.ctx, "SELECT leaf, hashes FROM log_hashes WHERE leaf IN (SELECT CAST(value AS BIGINT) FROM json_each(?))", string(ids))
 	if err != nil {
 		return nil, mapErr(err)
 	}

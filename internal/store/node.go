@@ -28,7 +28,7 @@ const (
 	qInsertVertex   = "INSERT INTO lineage_records(record_id) VALUES(?) RETURNING vid"
 	qRecordExists   = "SELECT 1 FROM records WHERE id = ?"
 	qDeleteEdges    = "DELETE FROM lineage WHERE child = ?"
-	qInsertEdge     = "INSERT OR IGNORE INTO lineage(child, parent) VALUES(?,?)"
+	qInsertEdge     = "INSERT INTO lineage(child, parent) VALUES(?,?) ON CONFLICT DO NOTHING"
 	qInsertRelation = "INSERT INTO relations(sid, id, kind, from_nid, to_nid, confidence, reasons, created_at) VALUES(?,?,?,?,?,?,?,?)"
 	qRelationExists = "SELECT 1 FROM relations WHERE sid = ? AND id = ?"
 	qInsertFeedback = "INSERT INTO feedback(id, sid, nid, outcome, note, author_id, created_at) VALUES(?,?,?,?,?,?,?)"
@@ -39,7 +39,7 @@ const (
 	// depth guess, so a 10,000-deep honest chain is fine and a cycle is
 	// always found.
 	qAncestorOf = `WITH RECURSIVE up(v) AS (
-		SELECT value FROM json_each(?1)
+		SELECT CAST(value AS BIGINT) FROM json_each(?1)
 		UNION
 		SELECT l.parent FROM lineage l JOIN up ON l.child = up.v WHERE up.v > 0
 	) SELECT 1 FROM up WHERE v = ?2 LIMIT 1`

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -297,4 +298,41 @@ func mapPGErr(err error) error {
 		return &kura.Error{Code: kura.EUnavailable, Message: msgStorageFailing, Cause: kura.ErrStorage}
 	}
 	return nil
+}
+
+// pgVacuumRecords is the PostgreSQL purge of redacted content: VACUUM FULL
+// rewrites the records table into new files and drops the old ones, which
+// held the content in dead row versions. Like SQLite's TRUNCATE
+// checkpoint it waits at most wait for readers of the table (a long read
+// keeps the purge pending; it is retried). What PostgreSQL keeps outside
+// the table (WAL segments not yet recycled, replicas, base backups) is the
+// operator's to expire: docs/scale-out.md.
+func (db *DB) pgVacuumRecords(ctx context.Context, wait time.Duration) (bool, error) {
+	conn, err := db.rdb.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET lock_timeout = "+strconv.FormatInt(max(1, wait.Milliseconds()), 10)); err != nil {
+		return false, err
+	}
+	defer conn.ExecContext(context.Background(), "RESET lock_timeout")
+	if _, err := conn.ExecContext(ctx, "VACUUM FULL records"); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available: a reader holds the table
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// pgTraceWalk moves a trace walk's cap out of the recursive term, where
+// PostgreSQL does not allow LIMIT, onto the walk's output: PostgreSQL
+// computes a recursive WITH only as far as its reader asks, breadth
+// first as SQLite does, so the same first rows come back.
+func pgTraceWalk(q string) string {
+	q = strings.Replace(q, "SELECT ?1, 0, 0", "SELECT CAST(?1 AS BIGINT), CAST(0 AS BIGINT), 0", 1)
+	q = strings.Replace(q, "\n\t\tLIMIT ?3\n\t)", "\n\t)", 1)
+	return strings.Replace(q, ") SELECT v, p, d FROM w WHERE d > 0", ") SELECT v, p, d FROM (SELECT v, p, d FROM w LIMIT ?3) AS capped WHERE d > 0", 1)
 }

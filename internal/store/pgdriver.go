@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -17,7 +20,11 @@ import (
 // `$1, $2...`. Rewriting in the driver keeps every call site (and every
 // rule above it) the same for both stores; the few statements whose
 // meaning differs (search, storage upkeep) are chosen by the store itself.
-const pgDriverName = "kura-pgx"
+const pgDriverName = PGDriverName
+
+// PGDriverName is the database/sql name of the driver, for tools and tests
+// that open a Kura PostgreSQL database with the store's statements.
+const PGDriverName = "kura-pgx"
 
 func init() {
 	sql.Register(pgDriverName, pgDriver{})
@@ -40,19 +47,37 @@ type pgConn struct {
 }
 
 func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
-	return c.Conn.Prepare(rebind(query))
+	s, err := c.Conn.Prepare(rebind(query))
+	return s, statementErr(err, query)
 }
 
 func (c *pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	return c.Conn.PrepareContext(ctx, rebind(query))
+	s, err := c.Conn.PrepareContext(ctx, rebind(query))
+	return s, statementErr(err, query)
 }
 
 func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.Conn.ExecContext(ctx, rebind(query), args)
+	r, err := c.Conn.ExecContext(ctx, rebind(query), args)
+	return r, statementErr(err, query)
 }
 
 func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.Conn.QueryContext(ctx, rebind(query), args)
+	r, err := c.Conn.QueryContext(ctx, rebind(query), args)
+	return r, statementErr(err, query)
+}
+
+// statementErr names the statement a server error came from, for the log
+// of an internal error (the arguments, which may hold content, are not in
+// it). Errors stay matchable: pgconn.PgError, driver.ErrBadConn.
+func statementErr(err error, query string) error {
+	var pe *pgconn.PgError
+	if err == nil || !errors.As(err, &pe) {
+		return err
+	}
+	if len(query) > 300 {
+		query = query[:300] + "..."
+	}
+	return fmt.Errorf("%w (statement %q)", err, query)
 }
 
 // rebound caches rewrites: the store's statements are a fixed, small set
@@ -67,10 +92,11 @@ var reboundN struct {
 	n int
 }
 
-// rebind turns SQLite's positional `?` into PostgreSQL's `$n`, leaving
-// string literals, quoted identifiers and comments alone.
+// rebind turns SQLite's positional `?` into PostgreSQL's `$n` and its
+// CROSS JOIN ... ON into JOIN ... ON, leaving string literals, quoted
+// identifiers and comments alone.
 func rebind(q string) string {
-	if !strings.Contains(q, "?") {
+	if !strings.Contains(q, "?") && !strings.Contains(q, "CROSS JOIN") {
 		return q
 	}
 	if r, ok := rebound.Load(q); ok {
@@ -126,6 +152,12 @@ func rebindScan(q string) string {
 			}
 			b.WriteString(q[i : i+2+j+2])
 			i += 2 + j + 1
+		case ch == 'C' && strings.HasPrefix(q[i:], "CROSS JOIN ") && (i == 0 || !isWordByte(q[i-1])):
+			// SQLite reads CROSS JOIN ... ON as an inner join in the
+			// order written (the statements use it to fix the plan);
+			// PostgreSQL allows ON only after a plain JOIN.
+			b.WriteString("JOIN ")
+			i += len("CROSS JOIN ") - 1
 		case ch == '?':
 			// ?NNN names its argument (SQLite's numbered form); a bare ?
 			// is the next one.
@@ -146,4 +178,8 @@ func rebindScan(q string) string {
 		}
 	}
 	return b.String()
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }

@@ -60,7 +60,7 @@ var (
 // inside it; depths are computed from those edges in Go. Carrying the depth
 // in the CTE instead would repeat a vertex once per path length.
 var qClosureUp = `WITH RECURSIVE c(v) AS (
-		SELECT ?1
+		SELECT CAST(?1 AS BIGINT)
 		UNION
 		SELECT l.parent FROM c JOIN lineage l ON l.child = c.v WHERE c.v > 0
 	) SELECT l.child, l.parent FROM c JOIN lineage l ON l.child = c.v WHERE c.v > 0`
@@ -90,10 +90,10 @@ const (
 )
 
 var (
-	qDerivedLevel = `SELECT l.parent, l.child FROM json_each(?1) j CROSS JOIN lineage l ON l.parent = j.value
+	qDerivedLevel = `SELECT l.parent, l.child FROM json_each(?1) j CROSS JOIN lineage l ON l.parent = CAST(j.value AS BIGINT)
 		WHERE ` + fmt.Sprintf(fromRecordInScope, "l.parent", "?2")
 	qClosureDown = `WITH RECURSIVE c(v) AS (
-		SELECT value FROM json_each(?1)
+		SELECT CAST(value AS BIGINT) FROM json_each(?1)
 		UNION
 		SELECT l.child FROM c JOIN lineage l ON l.parent = c.v
 		WHERE ` + fmt.Sprintf(fromRecordInScope, "c.v", "?2") + `
@@ -104,7 +104,7 @@ var (
 	// the planner may scan the whole scope, a million rows in a large one,
 	// to find the few nodes the walk reached.
 	qDerivedNodes = `SELECT n.nid, n.kind, n.id, n.title, n.source_type, n.created_at
-		FROM json_each(?1) j CROSS JOIN nodes n ON n.nid = j.value WHERE +n.sid = ?2`
+		FROM json_each(?1) j CROSS JOIN nodes n ON n.nid = CAST(j.value AS BIGINT) WHERE +n.sid = ?2`
 )
 
 // Vertex details. Text is cut in SQL (substr counts characters, so the cut
@@ -118,12 +118,12 @@ const (
 	nodeDetailCols = `n.nid, n.kind, n.id, n.title, substr(n.summary, 1, 280), n.source_type, n.confidence,
 		n.lifecycle, n.created_at`
 	qLineageNodes = `SELECT ` + nodeDetailCols + ` FROM nodes n
-		WHERE n.nid IN (SELECT value FROM json_each(?1)) AND +n.sid = ?2`
+		WHERE n.nid IN (SELECT CAST(value AS BIGINT) FROM json_each(?1)) AND +n.sid = ?2`
 	sqlRecordText = `CASE WHEN r.content IS NULL THEN ''
 		WHEN substr(r.content, 1, 1) = '"' THEN substr(json_extract(r.content, '$'), 1, 280)
 		ELSE substr(r.content, 1, 280) END`
 	qLineageRecords = `SELECT -lr.vid, r.id, r.type, ` + sqlRecordText + `, r.author_id, r.redacted, r.created_at
-		FROM lineage_records lr JOIN records r ON r.id = lr.record_id WHERE lr.vid IN (SELECT -value FROM json_each(?1))`
+		FROM lineage_records lr JOIN records r ON r.id = lr.record_id WHERE lr.vid IN (SELECT -CAST(value AS BIGINT) FROM json_each(?1))`
 	qRecordRoot = `SELECT coalesce(lr.vid, 0), r.id, r.type, ` + sqlRecordText + `, r.author_id, r.redacted, r.created_at
 		FROM records r LEFT JOIN lineage_records lr ON lr.record_id = r.id WHERE r.id = ?`
 )
@@ -272,8 +272,14 @@ func (db *DB) traceTree(ctx context.Context, tx *sql.Tx, root *lineageRoot, dept
 		return []kura.Lineage{}, false, nil
 	}
 	q, args := qTraceUp, []any{root.key, depth, traceWalkRows}
+	if db.pg != nil {
+		q = pgTraceWalk(q)
+	}
 	if forward {
 		q, args = qTraceDown, append(args, root.sid)
+		if db.pg != nil {
+			q = pgTraceWalk(q)
+		}
 	}
 	var within []int64
 	seen := map[int64]bool{}

@@ -160,6 +160,9 @@ func (db *DB) purgeInBackground() {
 func (db *DB) checkpointTruncate(ctx context.Context, wait time.Duration) (bool, error) {
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
+	if db.pg != nil {
+		return db.pgVacuumRecords(ctx, wait)
+	}
 	conn, err := db.cdb.Conn(ctx)
 	if err != nil {
 		return false, err

@@ -264,8 +264,8 @@ func (db *DB) SessionLog(ctx context.Context, sessionID, after string, limit int
 		SELECT lp.parent_id, chain.depth + 1 FROM chain JOIN ledger_parents lp ON lp.ledger_id = chain.id AND lp.pos = 0
 		WHERE chain.depth + 1 < ?)
 	SELECT l.id, l.hash, l.root_hash, l.label, l.record_count, l.created_at, l.signature,
-		(SELECT group_concat(parent_id, ',') FROM (SELECT parent_id FROM ledger_parents WHERE ledger_id = l.id ORDER BY pos)),
-		(SELECT group_concat(h, ',') FROM (SELECT coalesce(p.hash, '') AS h FROM ledger_parents lp LEFT JOIN ledgers p ON p.id = lp.parent_id WHERE lp.ledger_id = l.id ORDER BY lp.pos))
+		(SELECT group_concat(parent_id, ',') FROM (SELECT parent_id FROM ledger_parents WHERE ledger_id = l.id ORDER BY pos) AS pp),
+		(SELECT group_concat(h, ',') FROM (SELECT coalesce(p.hash, '') AS h FROM ledger_parents lp LEFT JOIN ledgers p ON p.id = lp.parent_id WHERE lp.ledger_id = l.id ORDER BY lp.pos) AS ph)
 	FROM chain JOIN ledgers l ON l.id = chain.id ORDER BY chain.depth`, *start, limit+1)
 	if err != nil {
 		return nil, "", mapErr(err)

@@ -140,7 +140,7 @@ CREATE TABLE idempotency (
     key         TEXT NOT NULL,
     fingerprint TEXT NOT NULL,
     status      BIGINT NOT NULL,
-    body        BYTEA NOT NULL,
+    body        TEXT NOT NULL,             -- a JSON answer (redaction searches it as text)
     created_at  TEXT NOT NULL,
     PRIMARY KEY (identity, key)
 );
@@ -385,3 +385,8 @@ CREATE FUNCTION kura_concat_step(acc text, v text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT kura_concat_step(acc, v, ',') $$;
 CREATE AGGREGATE group_concat(text, text) (SFUNC = kura_concat_step, STYPE = text);
 CREATE AGGREGATE group_concat(text) (SFUNC = kura_concat_step, STYPE = text);
+
+-- json_quote(s): s as a JSON string (the hydrate queries build a record's
+-- JSON in SQL).
+CREATE FUNCTION json_quote(s text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$ SELECT to_json(s)::text $$;
