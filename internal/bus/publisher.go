@@ -2,6 +2,8 @@ package bus
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +24,18 @@ type Outbox interface {
 	SavePublishedSeq(ctx context.Context, seq int64) error
 }
 
+// Leaser is an outbox several kurads share (one PostgreSQL database): only
+// the instance holding the lease publishes, so every event goes out once.
+// HoldLease takes or renews the named lease for holder, true while held;
+// ReleaseLease gives it up.
+type Leaser interface {
+	HoldLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	ReleaseLease(ctx context.Context, name, holder string) error
+}
+
+// outboxLease names the publisher's lease.
+const outboxLease = "outbox"
+
 // PublisherConfig tunes the publisher; zero values take the defaults.
 type PublisherConfig struct {
 	// SaveEvery is how often the cursor is written to SQLite. After a crash
@@ -32,6 +46,10 @@ type PublisherConfig struct {
 	MaxPending int
 	// PageSize is how many events one catch-up read fetches.
 	PageSize int
+	// LeaseTTL is how long the outbox lease lasts unrenewed when several
+	// kurads share a database (Leaser): a leader that dies is replaced
+	// after at most this long.
+	LeaseTTL time.Duration
 	Logger   *slog.Logger
 }
 
@@ -71,6 +89,13 @@ type Publisher struct {
 	once    sync.Once
 	started atomic.Bool
 
+	// The outbox lease, when the store is shared (Leaser): lead reports
+	// whether this instance publishes; renewAt is when to renew (loop
+	// goroutine only).
+	holder  string
+	leading atomic.Bool
+	renewAt time.Time
+
 	// beforePublish lets tests stop the publisher at a chosen event.
 	beforePublish func(e *kura.Event) error
 }
@@ -98,6 +123,9 @@ func (b *Bus) NewPublisher(out Outbox, cfg PublisherConfig) *Publisher {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 1000
 	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 5 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = b.log
 	}
@@ -105,7 +133,56 @@ func (b *Bus) NewPublisher(out Outbox, cfg PublisherConfig) *Publisher {
 		wake: make(chan struct{}, 1), saveReq: make(chan int64, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), saved: make(chan struct{})}
 	p.failing.Store("")
+	var id [8]byte
+	rand.Read(id[:])
+	p.holder = hex.EncodeToString(id[:])
+	if _, ok := out.(Leaser); !ok {
+		p.leading.Store(true) // the only instance on its store
+	}
 	return p
+}
+
+// lead reports whether this instance publishes, taking or renewing the
+// outbox lease when it is due. An instance that takes the lease starts
+// from the cursor the last leader saved (at least once: what it published
+// after its last save goes out again).
+func (p *Publisher) lead() bool {
+	l, ok := p.out.(Leaser)
+	if !ok {
+		return true
+	}
+	now := time.Now()
+	if now.Before(p.renewAt) {
+		return p.leading.Load()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.LeaseTTL/2)
+	defer cancel()
+	held, err := l.HoldLease(ctx, outboxLease, p.holder, p.cfg.LeaseTTL)
+	if err != nil {
+		p.setFailing(fmt.Sprintf("outbox lease: %v", err))
+		held = false
+	}
+	p.renewAt = now.Add(p.cfg.LeaseTTL / 3)
+	was := p.leading.Load()
+	if held && !was {
+		cursor, err := p.out.PublishedSeq(ctx)
+		if err != nil {
+			p.setFailing(fmt.Sprintf("doorbell cursor: %v", err))
+			p.renewAt = time.Time{}
+			return false
+		}
+		p.published.Store(cursor)
+		p.log.Info("doorbell leads the outbox", "published_seq", cursor)
+	} else if !held && was {
+		p.log.Info("doorbell no longer leads the outbox")
+	}
+	p.leading.Store(held)
+	if !held {
+		p.mu.Lock()
+		p.pending, p.overflow = p.pending[:0], false
+		p.mu.Unlock()
+	}
+	return held
 }
 
 // Notify is the store's commit hook: it queues the committed events and
@@ -178,8 +255,17 @@ func (p *Publisher) Open(ctx context.Context) error {
 // PublishedSeq is the seq of the newest event handed to NATS.
 func (p *Publisher) PublishedSeq() int64 { return p.published.Load() }
 
-// Lag is how many committed events are not yet published.
-func (p *Publisher) Lag() int64 { return max(0, p.out.LastEventSeq()-p.published.Load()) }
+// Lag is how many committed events are not yet published (0 on an
+// instance that does not lead the outbox: the leader reports it).
+func (p *Publisher) Lag() int64 {
+	if !p.leading.Load() {
+		return 0
+	}
+	return max(0, p.out.LastEventSeq()-p.published.Load())
+}
+
+// Leading reports whether this instance publishes the outbox.
+func (p *Publisher) Leading() bool { return p.leading.Load() }
 
 // Stats exposes the counters.
 func (p *Publisher) Stats() *PublisherStats { return &p.stats }
@@ -202,16 +288,25 @@ func (p *Publisher) loop() {
 	defer close(p.done)
 	tick := time.NewTicker(p.cfg.SaveEvery)
 	defer tick.Stop()
-	p.catchUp()
+	if p.lead() {
+		p.catchUp()
+	}
 	for {
 		select {
 		case <-p.stop:
-			p.publishPending()
-			p.catchUp()
+			if p.leading.Load() {
+				p.publishPending()
+				p.catchUp()
+			}
 			return
 		case <-p.wake:
-			p.publishPending()
+			if p.lead() {
+				p.publishPending()
+			}
 		case <-tick.C:
+			if !p.lead() {
+				continue
+			}
 			// Anything a failed publish or an overflow left behind is read
 			// back from SQLite; the tick doubles as the retry backoff.
 			if p.published.Load() < p.out.LastEventSeq() {
@@ -339,7 +434,14 @@ func (p *Publisher) saver(saved int64) {
 		case seq := <-p.saveReq:
 			save(seq)
 		case <-p.done:
-			save(p.published.Load())
+			if p.leading.Load() {
+				save(p.published.Load())
+				if l, ok := p.out.(Leaser); ok {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					l.ReleaseLease(ctx, outboxLease, p.holder) // a follower takes over without waiting out the lease
+					cancel()
+				}
+			}
 			return
 		}
 	}

@@ -336,3 +336,36 @@ func pgTraceWalk(q string) string {
 	q = strings.Replace(q, "\n\t\tLIMIT ?3\n\t)", "\n\t)", 1)
 	return strings.Replace(q, ") SELECT v, p, d FROM w WHERE d > 0", ") SELECT v, p, d FROM (SELECT v, p, d FROM w LIMIT ?3) AS capped WHERE d > 0", 1)
 }
+
+// HoldLease takes or renews the named lease for holder for ttl: true while
+// holder has it. Instances sharing a PostgreSQL database take turns with
+// it (the outbox publisher); the database's clock decides expiry, so the
+// instances' clocks need not agree. On SQLite the one kurad always holds
+// it (the data directory's lock keeps a second one out).
+func (db *DB) HoldLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	if db.pg == nil {
+		return true, nil
+	}
+	var got string
+	err := db.rdb.QueryRowContext(ctx, `INSERT INTO leases(name, holder, expires_at)
+		VALUES(?1, ?2, now() + make_interval(secs => ?3))
+		ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+		WHERE leases.holder = excluded.holder OR leases.expires_at < now()
+		RETURNING holder`, name, holder, ttl.Seconds()).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, mapErr(err)
+	}
+	return got == holder, nil
+}
+
+// ReleaseLease gives the named lease up if holder has it.
+func (db *DB) ReleaseLease(ctx context.Context, name, holder string) error {
+	if db.pg == nil {
+		return nil
+	}
+	_, err := db.rdb.ExecContext(ctx, "DELETE FROM leases WHERE name = ? AND holder = ?", name, holder)
+	return mapErr(err)
+}

@@ -1,0 +1,45 @@
+package store
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRebind(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"SELECT 1", "SELECT 1"},
+		{"SELECT ? , ?", "SELECT $1 , $2"},
+		{"WHERE a = ?2 AND b = ?1 OR c = ?2", "WHERE a = $2 AND b = $1 OR c = $2"},
+		{"SELECT '?' || ?", "SELECT '?' || $1"},
+		{"SELECT 'it''s ?' , ?", "SELECT 'it''s ?' , $1"},
+		{`SELECT "we?ird" FROM t WHERE x = ?`, `SELECT "we?ird" FROM t WHERE x = $1`},
+		{"SELECT 1 -- why?\nWHERE x = ?", "SELECT 1 -- why?\nWHERE x = $1"},
+		{"SELECT /* ? */ ?", "SELECT /* ? */ $1"},
+		{"FROM a CROSS JOIN b ON b.x = a.x", "FROM a JOIN b ON b.x = a.x"},
+		{"FROM a\n\tCROSS JOIN b ON b.x = a.x", "FROM a\n\tJOIN b ON b.x = a.x"},
+		{"SELECT 'CROSS JOIN ' FROM t", "SELECT 'CROSS JOIN ' FROM t"},
+		{"SELECT xCROSS JOIN y", "SELECT xCROSS JOIN y"},
+		{"SELECT 'unterminated ?", "SELECT 'unterminated ?"},
+	} {
+		if got := rebind(c.in); got != c.want {
+			t.Errorf("rebind(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// FuzzRebind: the rewrite never panics, never touches text without a
+// placeholder or join to rewrite, and leaves no bare ? outside quotes.
+func FuzzRebind(f *testing.F) {
+	for _, s := range []string{"SELECT ?", "'?' ?1 \"?\"", "-- ?\n?", "/* ? */ ? CROSS JOIN x ON", "'", "?99999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		got := rebindScan(q)
+		if !strings.Contains(q, "?") && !strings.Contains(q, "CROSS JOIN") && got != q {
+			t.Fatalf("rebindScan(%q) = %q changed text with nothing to rewrite", q, got)
+		}
+		if strings.Count(got, "?") > strings.Count(q, "?") {
+			t.Fatalf("rebindScan(%q) = %q added placeholders", q, got)
+		}
+	})
+}
