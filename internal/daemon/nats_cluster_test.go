@@ -2,10 +2,12 @@ package daemon_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -292,4 +294,92 @@ func TestMain_NATSClusterWrongPasswordNotJoined(t *testing.T) {
 	}
 	postRecord(t, a, "alpha", "")
 	onB.heardNothing(t, 500*time.Millisecond)
+}
+
+func TestConfig_NATSCluster(t *testing.T) {
+	t.Parallel()
+	pw := writePasswordFile(t, "route-secret-0123456789abcdef")
+	short := writePasswordFile(t, "short")
+	empty := writePasswordFile(t, "")
+	tokens := writeTokensFile(t)
+	creds := []string{"--nats-cluster-user", "kura-route", "--nats-cluster-password-file", pw}
+	with := func(args ...[]string) []string {
+		var out []string
+		for _, a := range args {
+			out = append(out, a...)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // "" accepted; else what the error says
+	}{
+		{"LoopbackWithoutCredentials", []string{"--nats-cluster-addr", "127.0.0.1:6222", "--nats-routes", "nats-route://127.0.0.1:6223,nats-route://localhost:6224"}, nil, ""},
+		{"SeedWithoutRoutes", []string{"--nats-cluster-addr", "127.0.0.1:0"}, nil, ""},
+		{"Env", nil, map[string]string{"KURA_NATS_CLUSTER_ADDR": "0.0.0.0:6222", "KURA_NATS_ROUTES": "nats-route://10.0.0.2:6222, nats-route://kura-3:6222",
+			"KURA_NATS_CLUSTER_USER": "kura-route", "KURA_NATS_CLUSTER_PASSWORD_FILE": pw, "KURA_TOKENS_FILE": tokens, "KURA_NATS_CLUSTER_NAME": "prod-1"}, ""},
+		{"BeyondLoopbackWithCredentials", with([]string{"--nats-cluster-addr", "0.0.0.0:6222", "--tokens-file", tokens}, creds), nil, ""},
+		{"BeyondLoopbackWithoutCredentials", []string{"--nats-cluster-addr", "0.0.0.0:6222", "--tokens-file", tokens}, nil, "nats-cluster-addr: \"0.0.0.0:6222\": 0.0.0.0 is not a loopback address and no cluster credentials"},
+		{"BeyondLoopbackWithoutTokens", with([]string{"--nats-cluster-addr", "0.0.0.0:6222"}, creds), nil, "nats-cluster-addr: 0.0.0.0 is not a loopback address; without tokens"},
+		{"RouteBeyondLoopbackWithoutCredentials", []string{"--nats-cluster-addr", "127.0.0.1:6222", "--nats-routes", "nats-route://10.0.0.2:6222"}, nil, "nats-routes: nats-route://10.0.0.2:6222: 10.0.0.2 is not a loopback address"},
+		{"RoutesWithoutClusterAddr", []string{"--nats-routes", "nats-route://127.0.0.1:6222"}, nil, "nats-cluster-addr: nats-routes are set but no cluster address"},
+		{"CredentialsWithoutClusterAddr", creds, nil, "nats-cluster-addr: nats-cluster-user or nats-cluster-password-file is set"},
+		{"ClusterAddrNotHostPort", []string{"--nats-cluster-addr", "6222"}, nil, "nats-cluster-addr: \"6222\" is not host:port"},
+		{"ClusterAddrBadPort", []string{"--nats-cluster-addr", "127.0.0.1:70000"}, nil, "nats-cluster-addr: \"127.0.0.1:70000\": port \"70000\" is not 0..65535"},
+		{"ClusterAddrNoHost", []string{"--nats-cluster-addr", ":6222"}, nil, "nats-cluster-addr: \":6222\": give a host"},
+		{"RouteNotURL", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-routes", "127.0.0.1:6222"}, nil, "--nats-routes: nats-routes: \"127.0.0.1:6222\""},
+		{"RouteWrongScheme", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-routes", "nats://127.0.0.1:6222"}, nil, "scheme \"nats\", want nats-route://host:port"},
+		{"RouteNoPort", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-routes", "nats-route://127.0.0.1"}, nil, "want nats-route://host:port"},
+		{"RoutePortZero", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-routes", "nats-route://127.0.0.1:0"}, nil, "port \"0\" is not 1..65535"},
+		{"RouteWithPath", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-routes", "nats-route://127.0.0.1:6222/x"}, nil, "want nats-route://host:port and nothing more"},
+		{"RouteWithCredentials", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-routes", "nats-route://u:secret@127.0.0.1:6222"}, nil, "not in the URL"},
+		{"UserWithoutPassword", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-cluster-user", "kura-route"}, nil, "nats-cluster-user: give both"},
+		{"PasswordWithoutUser", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-cluster-password-file", pw}, nil, "nats-cluster-user: give both"},
+		{"BadUser", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-cluster-user", "kura route", "--nats-cluster-password-file", pw}, nil, "nats-cluster-user: \"kura route\" is not a user name"},
+		{"ShortPassword", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-cluster-user", "kura-route", "--nats-cluster-password-file", short}, nil, "nats-cluster-password-file: the password has 5 characters, want at least 16"},
+		{"EmptyPasswordFile", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-cluster-user", "kura-route", "--nats-cluster-password-file", empty}, nil, "must hold the password on one line"},
+		{"MissingPasswordFile", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-cluster-user", "kura-route", "--nats-cluster-password-file", filepath.Join(t.TempDir(), "none")}, nil, "nats-cluster-password-file: open"},
+		{"BadClusterName", []string{"--nats-cluster-addr", "127.0.0.1:0", "--nats-cluster-name", "my cluster"}, nil, "nats-cluster-name: \"my cluster\""},
+		{"BadServerName", []string{"--nats-server-name", "kurad 1"}, nil, "nats-server-name: \"kurad 1\""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := daemon.LoadConfig(tt.args, env(tt.env), devNull(t))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want accepted", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	c, _, err := daemon.LoadConfig(nil, env(map[string]string{"KURA_NATS_CLUSTER_ADDR": "127.0.0.1:6222",
+		"KURA_NATS_ROUTES": " nats-route://127.0.0.1:6223 ,,nats-route://[::1]:6224/"}), devNull(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"nats-route://127.0.0.1:6223", "nats-route://[::1]:6224"}; !slices.Equal(c.NATSRoutes, want) || c.NATSClusterName != "kura" {
+		t.Errorf("routes %q cluster name %q, want %q and kura", c.NATSRoutes, c.NATSClusterName, want)
+	}
+}
+
+// A kurad whose peers are all down still starts: routes are retried in
+// the background.
+func TestMain_NATSClusterStartsWithPeersDown(t *testing.T) {
+	t.Parallel()
+	a := clusterNode(t, nil, nil)
+	route := routeTo(a)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := clusterNode(t, []string{route}, nil)
+	if !b.Bus().Running() || b.Bus().NumRoutes() != 0 {
+		t.Errorf("running %v with %d routes, want running with none", b.Bus().Running(), b.Bus().NumRoutes())
+	}
 }
