@@ -120,6 +120,9 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	info.CompactedThrough = ct
 	if s.bus != nil {
 		info.NATS.Addr = s.bus.Addr()
+		if c, ok := s.bus.(interface{ ClusterInfo() *kura.NATSClusterInfo }); ok {
+			info.NATS.Cluster = c.ClusterInfo()
+		}
 	}
 	if d := s.cfg.Doorbell; d != nil {
 		info.Outbox = &kura.OutboxInfo{PublishedSeq: d.PublishedSeq(), Lag: d.Lag()}

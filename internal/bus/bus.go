@@ -25,6 +25,12 @@ type Config struct {
 	// Users, when any, turn authentication on: only they (and kurad's own
 	// in-process publisher) may connect. Required beyond loopback.
 	Users []User
+	// Cluster joins this server to other kurads' (NATS routes); the zero
+	// value runs it alone.
+	Cluster Cluster
+	// ServerName names the server among its peers, which nats-server
+	// requires to be unique; "" derives one (see serverName).
+	ServerName string
 }
 
 // Bus wraps the embedded NATS server.
@@ -66,13 +72,20 @@ func (b *Bus) Open(ctx context.Context) error {
 	if !loopbackHost(host) && len(b.cfg.Users) == 0 {
 		return fmt.Errorf("nats addr %q: %s is not a loopback address and no NATS users are configured; kurad requires NATS authentication beyond loopback (--nats-users-file)", b.cfg.Addr, host)
 	}
+	name, err := b.serverName()
+	if err != nil {
+		return err
+	}
 	opts := &server.Options{
-		ServerName: "kurad",
+		ServerName: name,
 		Host:       host,
 		Port:       port,
 		NoSigs:     true, // kurad owns signal handling
 		NoLog:      false,
 		MaxPayload: 1 << 20,
+	}
+	if err := b.clusterOptions(opts); err != nil {
+		return err
 	}
 	if len(b.cfg.Users) > 0 {
 		var secret [32]byte
@@ -95,6 +108,12 @@ func (b *Bus) Open(ctx context.Context) error {
 	}
 	b.srv = srv
 	b.log.Info("nats listening", "addr", b.Addr())
+	if b.cfg.Cluster.Enabled() {
+		// Routes connect in the background and retry while a peer is
+		// down: a kurad starts whether its peers run or not.
+		b.log.Info("nats cluster listening", "addr", b.ClusterAddr(), "cluster", srv.ClusterName(),
+			"server_name", srv.Name(), "routes", len(b.cfg.Cluster.Routes), "route_auth", b.cfg.Cluster.User != "")
+	}
 	return nil
 }
 

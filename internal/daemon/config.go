@@ -18,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/kura-memory/kura/internal/auth"
+	"github.com/kura-memory/kura/internal/bus"
 	"github.com/kura-memory/kura/internal/embed"
 	"github.com/kura-memory/kura/internal/keys"
 	"github.com/kura-memory/kura/internal/kura"
@@ -99,6 +100,15 @@ type Config struct {
 	EmbedderTimeout      time.Duration
 	EmbedderQueryTimeout time.Duration
 
+	// NATS cluster: the embedded servers of several kurads joined by NATS
+	// routes (see bus.Cluster). NATSClusterAddr empty: no cluster.
+	NATSClusterAddr         string
+	NATSRoutes              []string // nats-route://host:port
+	NATSClusterName         string
+	NATSClusterUser         string
+	NATSClusterPasswordFile string
+	NATSServerName          string // "" derives one unique among the peers
+
 	// Now is the store's clock, for tests that move time (a turn's
 	// deadline) rather than wait for it; nil: time.Now. It is no setting.
 	Now func() time.Time
@@ -113,6 +123,7 @@ func DefaultConfig() Config {
 		DataDir:         "data",
 		HTTPAddr:        "127.0.0.1:7700",
 		NATSAddr:        "127.0.0.1:4222",
+		NATSClusterName: bus.DefaultClusterName,
 		LogLevel:        "info",
 		LogFormat:       "text",
 		Synchronous:     "FULL",
@@ -181,6 +192,22 @@ func settings() []setting {
 		{"http-addr", "KURA_HTTP_ADDR", "HTTP listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.HTTPAddr })},
 		{"nats-addr", "KURA_NATS_ADDR", "embedded NATS listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.NATSAddr })},
 		{"nats-users-file", "KURA_NATS_USERS_FILE", "NATS users (`<user> <bcrypt-hash> <projects>` or `<nkey> - <projects>` a line); required when nats-addr is not loopback", str(func(c *Config) *string { return &c.NATSUsersFile })},
+		{"nats-cluster-addr", "KURA_NATS_CLUSTER_ADDR", "host:port the embedded NATS server listens on for routes from other kurads (a NATS cluster; port 0 picks a free port); empty: no cluster. Beyond loopback it needs tokens and nats-cluster-user", str(func(c *Config) *string { return &c.NATSClusterAddr })},
+		{"nats-routes", "KURA_NATS_ROUTES", "comma-separated nats-route://host:port of the other kurads' nats-cluster-addr (listing this kurad too is harmless); peers that are down are retried", func(c *Config, v string) error {
+			us, err := bus.ParseRoutes(v)
+			if err != nil {
+				return fmt.Errorf("nats-routes: %w", err)
+			}
+			c.NATSRoutes = nil
+			for _, u := range us {
+				c.NATSRoutes = append(c.NATSRoutes, u.String())
+			}
+			return nil
+		}},
+		{"nats-cluster-name", "KURA_NATS_CLUSTER_NAME", "NATS cluster name, the same on every kurad of the cluster", str(func(c *Config) *string { return &c.NATSClusterName })},
+		{"nats-cluster-user", "KURA_NATS_CLUSTER_USER", "user every route of the NATS cluster authenticates as, both ways (the same on every kurad); required when nats-cluster-addr or a route is not loopback", str(func(c *Config) *string { return &c.NATSClusterUser })},
+		{"nats-cluster-password-file", "KURA_NATS_CLUSTER_PASSWORD_FILE", "file holding the route password of nats-cluster-user (one line, at least 16 characters, the same on every kurad; keep it 0600)", str(func(c *Config) *string { return &c.NATSClusterPasswordFile })},
+		{"nats-server-name", "KURA_NATS_SERVER_NAME", "this kurad's NATS server name, unique in the cluster (default kurad alone, kurad-<hostname>-<cluster port> in a cluster)", str(func(c *Config) *string { return &c.NATSServerName })},
 		{"log-level", "KURA_LOG_LEVEL", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},
 		{"log-format", "KURA_LOG_FORMAT", "text or json", str(func(c *Config) *string { return &c.LogFormat })},
 		{"synchronous", "KURA_SYNCHRONOUS", "SQLite synchronous mode: FULL (acknowledged = durable) or NORMAL", str(func(c *Config) *string { return &c.Synchronous })},
@@ -422,7 +449,13 @@ func (c *Config) Validate() error {
 	if err := c.validateNATSAuth(); err != nil {
 		return err
 	}
+	if _, err := c.NATSCluster(); err != nil {
+		return err
+	}
 	addrs := [][2]string{{"http-addr", c.HTTPAddr}, {"nats-addr", c.NATSAddr}}
+	if c.NATSClusterAddr != "" {
+		addrs = append(addrs, [2]string{"nats-cluster-addr", c.NATSClusterAddr})
+	}
 	if c.DebugAddr != "" {
 		addrs = append(addrs, [2]string{"debug-addr", c.DebugAddr})
 	}
@@ -610,6 +643,39 @@ func (c *Config) validateNATSAuth() error {
 		return nil // Validate names a malformed address itself
 	}
 	return fmt.Errorf("nats-addr: %s is not a loopback address and no NATS users are configured; beyond loopback NATS requires authentication: give --nats-users-file (env KURA_NATS_USERS_FILE), or listen on 127.0.0.1", host)
+}
+
+// NATSCluster is the bus's cluster configuration, the route password read
+// from its file; it reports what keeps the cluster from running
+// (bus.CheckCluster's rules).
+func (c *Config) NATSCluster() (bus.Cluster, error) {
+	cl := bus.Cluster{Addr: c.NATSClusterAddr, Name: c.NATSClusterName, User: c.NATSClusterUser}
+	for _, r := range c.NATSRoutes {
+		us, err := bus.ParseRoutes(r)
+		if err != nil {
+			return cl, fmt.Errorf("nats-routes: %w", err)
+		}
+		cl.Routes = append(cl.Routes, us...)
+	}
+	if c.NATSClusterPasswordFile != "" {
+		b, err := os.ReadFile(c.NATSClusterPasswordFile)
+		if err != nil {
+			return cl, fmt.Errorf("nats-cluster-password-file: %w", err)
+		}
+		if cl.Password = strings.TrimSpace(string(b)); cl.Password == "" || strings.ContainsAny(cl.Password, "\r\n") {
+			return cl, fmt.Errorf("nats-cluster-password-file: %s must hold the password on one line", c.NATSClusterPasswordFile)
+		}
+	}
+	if c.NATSServerName != "" && !bus.ValidServerName(c.NATSServerName) {
+		return cl, fmt.Errorf("nats-server-name: %q: letters, digits, '.', '_' and '-' only, at most 64", c.NATSServerName)
+	}
+	if c.NATSClusterAddr == "" && (c.NATSClusterUser != "" || c.NATSClusterPasswordFile != "") {
+		return cl, fmt.Errorf("nats-cluster-addr: nats-cluster-user or nats-cluster-password-file is set but no cluster address; give --nats-cluster-addr")
+	}
+	if err := bus.CheckCluster(cl); err != nil {
+		return cl, err
+	}
+	return cl, nil
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -171,7 +171,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return fmt.Errorf("nats users file %s defines no users; with none, no client could connect", cfg.NATSUsersFile)
 		}
 	}
-	m.bus = bus.New(bus.Config{Addr: cfg.NATSAddr, Users: natsUsers, Logger: m.Logger.With("component", "nats")})
+	cluster, err := cfg.NATSCluster()
+	if err != nil {
+		return err
+	}
+	m.bus = bus.New(bus.Config{Addr: cfg.NATSAddr, Users: natsUsers, Cluster: cluster, ServerName: cfg.NATSServerName,
+		Logger: m.Logger.With("component", "nats")})
 	if err := m.bus.Open(ctx); err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func registerEmbedMetrics(reg *prometheus.Registry, db *store.DB) {
 }
 
 // registerDoorbellMetrics exports the publisher's progress and the NATS
-// server's client count.
+// server's client and route counts.
 func registerDoorbellMetrics(reg *prometheus.Registry, p *bus.Publisher, b *bus.Bus) {
 	st := p.Stats()
 	reg.MustRegister(
@@ -67,6 +67,8 @@ func registerDoorbellMetrics(reg *prometheus.Registry, p *bus.Publisher, b *bus.
 			func() float64 { return float64(p.PublishedSeq()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_nats_connections", Help: "Clients connected to the embedded NATS server (the doorbell's own included)."},
 			func() float64 { return float64(b.NumClients()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_nats_routes", Help: "Peer kurads the embedded NATS server is connected to by routes (0 without a NATS cluster)."},
+			func() float64 { return float64(b.NumRoutes()) }),
 	)
 }
 

@@ -76,6 +76,15 @@ func CommandSubject(project, target, action string) string {
 	return SubjectRoot + "." + project + ".cmd." + target + "." + action
 }
 
+// NATSClusterInfo describes the NATS cluster the embedded server joins.
+type NATSClusterInfo struct {
+	Name       string `json:"name"`
+	ServerName string `json:"server_name"`
+	Addr       string `json:"addr"` // where it listens for routes
+	// Routes is the number of peers connected now.
+	Routes int `json:"routes"`
+}
+
 // Info is the answer of GET /v1/info.
 type Info struct {
 	Version       string           `json:"version"`
@@ -84,6 +93,8 @@ type Info struct {
 	Counts        map[string]int64 `json:"counts"`
 	NATS          struct {
 		Addr string `json:"addr"`
+		// Cluster is set when the embedded server joins other kurads'.
+		Cluster *NATSClusterInfo `json:"cluster,omitempty"`
 	} `json:"nats"`
 	Outbox      *OutboxInfo `json:"outbox,omitempty"`
 	PublicKey   string      `json:"public_key"`
