@@ -54,8 +54,10 @@ func (c *Checkpointer) withCosignatures(s *signed) []byte {
 		return s.note
 	}
 	out := append([]byte(nil), s.note...)
-	for _, w := range c.watch.witnesses { // a fixed order
-		out = append(out, c.cosigs.lines[w.URL]...)
+	// The configured order, fixed; the URLs as watchState keeps them. The
+	// statuses themselves are guarded by watch.mu, not c.mu: read none.
+	for _, u := range c.cfg.Witnesses {
+		out = append(out, c.cosigs.lines[strings.TrimRight(u, "/")]...)
 	}
 	return out
 }
