@@ -56,6 +56,9 @@ type Doorbell interface {
 	PublishedSeq() int64
 	Lag() int64
 	Health() string // "" while publishing works
+	// Leading is whether this kurad publishes the outbox: always on
+	// SQLite; on a shared PostgreSQL database, the one holding the lease.
+	Leading() bool
 }
 
 // Config holds what the server reports and enforces.

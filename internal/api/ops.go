@@ -125,7 +125,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if d := s.cfg.Doorbell; d != nil {
-		info.Outbox = &kura.OutboxInfo{PublishedSeq: d.PublishedSeq(), Lag: d.Lag()}
+		info.Outbox = &kura.OutboxInfo{PublishedSeq: d.PublishedSeq(), Lag: d.Lag(), Leading: d.Leading()}
 	}
 	if e, ok := s.store.(interface{ EmbedderInfo() *kura.EmbedderInfo }); ok {
 		info.Embedder = e.EmbedderInfo()

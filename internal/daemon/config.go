@@ -30,7 +30,11 @@ import (
 type Config struct {
 	DataDir string
 	// DatabaseURL keeps the store in PostgreSQL instead of DataDir/kura.db.
-	DatabaseURL     string
+	DatabaseURL string
+	// OutboxLease is how long the kurad publishing a shared database's
+	// events keeps the lead unrenewed: after it crashes, another takes
+	// over within this.
+	OutboxLease     time.Duration
 	HTTPAddr        string
 	NATSAddr        string
 	NATSUsersFile   string
@@ -130,6 +134,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:    4 << 20,
 		WriterMaxBatch:  256,
 		WriterLinger:    500 * time.Microsecond,
+		OutboxLease:     5 * time.Second,
 		ReadPool:        4,
 		DefaultProject:  "default",
 		ShutdownTimeout: 15 * time.Second,
@@ -237,6 +242,7 @@ func settings() []setting {
 			c.WriterLinger = d
 			return nil
 		}},
+		{"outbox-lease", "KURA_OUTBOX_LEASE", "with a shared PostgreSQL database, how long the kurad publishing events keeps the lead unrenewed; after it dies another takes over within this", duration("outbox-lease", func(c *Config) *time.Duration { return &c.OutboxLease })},
 		{"read-pool", "KURA_READ_POOL", "read-only database connections", integer("read-pool", func(c *Config) *int { return &c.ReadPool })},
 		{"default-project", "KURA_DEFAULT_PROJECT", "event project for records without metadata.project_id and for ledgers", str(func(c *Config) *string { return &c.DefaultProject })},
 		{"record-types", "KURA_RECORD_TYPES", "comma-separated record types added to the vocabulary", func(c *Config, v string) error {
@@ -428,6 +434,12 @@ func loadFile(c *Config, path string, byEnv map[string]setting) error {
 func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("data-dir: must not be empty")
+	}
+	if c.OutboxLease < 100*time.Millisecond || c.OutboxLease > time.Hour {
+		return fmt.Errorf("outbox-lease: %s must be between 100ms and 1h", c.OutboxLease)
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		return fmt.Errorf("database-url: must be a postgres:// or postgresql:// URL")
 	}
 	if c.LogOrigin != "" && !store.ValidOrigin(c.LogOrigin) {
 		return fmt.Errorf("log-origin: %q must be printable ASCII without spaces or '+' (it names the log in every checkpoint)", c.LogOrigin)

@@ -180,7 +180,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.bus.Open(ctx); err != nil {
 		return err
 	}
-	m.doorbell = m.bus.NewPublisher(m.store, bus.PublisherConfig{Logger: m.Logger.With("component", "doorbell")})
+	m.doorbell = m.bus.NewPublisher(m.store, bus.PublisherConfig{Logger: m.Logger.With("component", "doorbell"), LeaseTTL: cfg.OutboxLease})
 	// Hook first, then open: the publisher dedupes by seq, so an event seen
 	// both ways goes out once, and none falls between the two.
 	m.store.OnCommit(m.doorbell.Notify)

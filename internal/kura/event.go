@@ -195,4 +195,7 @@ type EventPage struct {
 type OutboxInfo struct {
 	PublishedSeq int64 `json:"published_seq"`
 	Lag          int64 `json:"lag"`
+	// Leading: this kurad publishes the events (kurads sharing a database
+	// take turns; the others report lag 0).
+	Leading bool `json:"leading"`
 }

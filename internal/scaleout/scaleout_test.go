@@ -1,0 +1,375 @@
+// Package scaleout_test runs several kurads on one PostgreSQL database with
+// their embedded NATS servers joined as a cluster (shared/API.md,
+// "Scale-out: PostgreSQL and NATS clusters"), end to end: real PostgreSQL,
+// real NATS routes, real HTTP.
+package scaleout_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kura-memory/kura/internal/daemon"
+	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/pgtest"
+	"github.com/kura-memory/kura/internal/testwait"
+	"github.com/nats-io/nats.go"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// pair is two kurads sharing a database, a signing key and a NATS cluster.
+type pair struct {
+	a, b *kuradtest.Daemon
+}
+
+func startPair(t *testing.T) *pair {
+	t.Helper()
+	url := pgtest.URL(t)
+	key := filepath.Join(t.TempDir(), "kurad.key")
+	node := func(routes []string) *kuradtest.Daemon {
+		return kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) {
+			c.DatabaseURL = url
+			c.KeyFile = key
+			c.NATSClusterAddr = "127.0.0.1:0"
+			c.NATSRoutes = routes
+			c.ReadPool = 3
+		}})
+	}
+	a := node(nil)
+	b := node([]string{"nats-route://" + a.Bus().ClusterAddr()})
+	testwait.For(t, testwait.Default, "the NATS route between the two kurads", func() bool {
+		return a.Bus().NumRoutes() == 1 && b.Bus().NumRoutes() == 1
+	})
+	return &pair{a: a, b: b}
+}
+
+func call(t *testing.T, d *kuradtest.Daemon, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, d.BaseURL()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, raw, err)
+		}
+	}
+	return resp.StatusCode, m
+}
+
+func mustCall(t *testing.T, d *kuradtest.Daemon, method, path, body string, want int) map[string]any {
+	t.Helper()
+	code, m := call(t, d, method, path, body)
+	if code != want {
+		t.Fatalf("%s %s: %d %v, want %d", method, path, code, m, want)
+	}
+	return m
+}
+
+// hearer counts the events one NATS subscription hears, by seq.
+type hearer struct {
+	mu   sync.Mutex
+	seqs map[int64]int
+}
+
+func hear(t *testing.T, d *kuradtest.Daemon) *hearer {
+	t.Helper()
+	nc, err := nats.Connect("nats://"+d.NATSAddr(), nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	h := &hearer{seqs: map[int64]int{}}
+	if _, err := nc.Subscribe("oclaw.v1.>", func(m *nats.Msg) {
+		var p struct {
+			Seq int64 `json:"seq"`
+		}
+		if json.Unmarshal(m.Data, &p) == nil && p.Seq > 0 {
+			h.mu.Lock()
+			h.seqs[p.Seq]++
+			h.mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// heardAllOnce reports whether every seq in 1..last was heard, none twice.
+func (h *hearer) heardAllOnce(last int64) (bool, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := int64(1); s <= last; s++ {
+		if h.seqs[s] != 1 {
+			return false, fmt.Sprintf("seq %d heard %d times", s, h.seqs[s])
+		}
+	}
+	return true, ""
+}
+
+// feed reads the whole event feed of d and checks it is 1..n with no gap.
+func feed(t *testing.T, d *kuradtest.Daemon) int64 {
+	t.Helper()
+	var after, n int64
+	for {
+		m := mustCall(t, d, "GET", fmt.Sprintf("/v1/events?after=%d&limit=500", after), "", 200)
+		evs, _ := m["events"].([]any)
+		if len(evs) == 0 {
+			return n
+		}
+		for _, e := range evs {
+			seq := int64(e.(map[string]any)["seq"].(float64))
+			if seq != n+1 {
+				t.Fatalf("feed of %s: seq %d after %d: a gap or a repeat", d.BaseURL(), seq, n)
+			}
+			n = seq
+		}
+		after = n
+	}
+}
+
+func TestScaleOut_TwoKuradsOneDatabase(t *testing.T) {
+	p := startPair(t)
+	onA, onB := hear(t, p.a), hear(t, p.b)
+	// Every subscription, local or across the route, is in place on the
+	// node that publishes (either may lead the outbox).
+	for _, d := range []*kuradtest.Daemon{p.a, p.b} {
+		testwait.For(t, testwait.Default, "interest across the cluster", func() bool {
+			return d.Bus().Server().GlobalAccount().Interest("oclaw.v1.default.evt.record.written") >= 2
+		})
+	}
+
+	// A record written on one reads back on the other, same hash and seal.
+	rec := mustCall(t, p.a, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"written on a"}}`, 201)
+	back := mustCall(t, p.b, "GET", "/v1/records/"+rec["id"].(string), "", 200)
+	for _, k := range []string{"hash", "seal", "content_hash", "created_at"} {
+		if back[k] != rec[k] {
+			t.Fatalf("%s read on b: %v, written on a: %v", k, back[k], rec[k])
+		}
+	}
+	recB := mustCall(t, p.b, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"written on b"}}`, 201)
+	mustCall(t, p.a, "GET", "/v1/records/"+recB["id"].(string), "", 200)
+
+	// 20 claim races: one turn, a claim from each kurad at once.
+	nodes := [2]*kuradtest.Daemon{p.a, p.b}
+	for i := range 20 {
+		s := mustCall(t, nodes[i%2], "POST", "/v1/sessions", fmt.Sprintf(`{"project":"default","name":"claim-%d"}`, i), 201)
+		turn := mustCall(t, nodes[(i+1)%2], "POST", "/v1/sessions/"+s["id"].(string)+"/turns",
+			`{"instruction":{"type":"task.instruction","content":{"text":"race"},"author_id":"user:oles"}}`, 201)
+		codes := race(t, nodes, func(j int) (string, string) {
+			return "/v1/turns/" + turn["id"].(string) + "/claim", fmt.Sprintf(`{"worker":"agent:w%d","lease_seconds":60}`, j)
+		})
+		if !oneWinner(codes) {
+			t.Fatalf("claim race %d: statuses %v, want one 200 and one 409", i, codes)
+		}
+	}
+
+	// 20 head compare-and-swap races: both move the head from the same
+	// expected value to a ledger of their own.
+	for i := range 20 {
+		s := mustCall(t, nodes[i%2], "POST", "/v1/sessions", fmt.Sprintf(`{"project":"default","name":"head-%d"}`, i), 201)
+		var ledgers [2]string
+		for j, d := range nodes {
+			l := mustCall(t, d, "POST", "/v1/ledgers", fmt.Sprintf(`{"label":"head-%d-%d","record_ids":["%s"]}`, i, j, rec["id"]), 201)
+			ledgers[j] = l["id"].(string)
+		}
+		codes := race(t, nodes, func(j int) (string, string) {
+			return "/v1/sessions/" + s["id"].(string) + "/head", fmt.Sprintf(`{"ledger_id":"%s","expected_head":null}`, ledgers[j])
+		})
+		if !oneWinner(codes) {
+			t.Fatalf("head race %d: statuses %v, want one 200 and one 409", i, codes)
+		}
+	}
+
+	// Both feeds list every event in order with no gap, the same count;
+	// a subscriber on each node hears every event exactly once.
+	last := feed(t, p.a)
+	if lb := feed(t, p.b); lb != last {
+		t.Fatalf("feed on b ends at %d, on a at %d", lb, last)
+	}
+	waitHeard(t, last, onA, onB)
+	// One more event, written on b, as a barrier: once it is heard,
+	// nothing published before it can still arrive a second time.
+	mustCall(t, p.b, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"barrier"}}`, 201)
+	waitHeard(t, last+1, onA, onB)
+}
+
+// waitHeard waits until each subscriber has heard every seq up to last
+// exactly once (a repeat fails at once: it cannot be taken back).
+func waitHeard(t *testing.T, last int64, hs ...*hearer) {
+	t.Helper()
+	for i, h := range hs {
+		testwait.For(t, testwait.Default, fmt.Sprintf("subscriber %d hears events 1..%d once each", i, last), func() bool {
+			ok, why := h.heardAllOnce(last)
+			if !ok && strings.Contains(why, "times") && !strings.HasSuffix(why, " 0 times") {
+				t.Fatalf("subscriber %d: %s", i, why)
+			}
+			return ok
+		})
+	}
+}
+
+// race sends one POST from each node at once and returns their statuses.
+func race(t *testing.T, nodes [2]*kuradtest.Daemon, req func(j int) (path, body string)) [2]int {
+	t.Helper()
+	var codes [2]int
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for j := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path, body := req(j)
+			<-start
+			r, err := http.Post(nodes[j].BaseURL()+path, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+			codes[j] = r.StatusCode
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return codes
+}
+
+func oneWinner(codes [2]int) bool {
+	return (codes[0] == 200 && codes[1] == 409) || (codes[0] == 409 && codes[1] == 200)
+}
+
+// TestScaleOut_OutboxLeaderKilledLosesNoEvent kills (SIGKILL) the kurad
+// that publishes the events while writes go on at the other: the other
+// takes the outbox lease once it lapses and publishes from the cursor the
+// dead one saved, so a subscriber hears every event (some twice: delivery
+// is at least once).
+func TestScaleOut_OutboxLeaderKilledLosesNoEvent(t *testing.T) {
+	bin, cleanup, err := kuradtest.BuildKurad("kurad-scaleout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	url := pgtest.URL(t)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	key := filepath.Join(dirA, "kurad.key")
+	env := []string{"KURA_DATABASE_URL=" + url, "KURA_KEY_FILE=" + key, "KURA_OUTBOX_LEASE=1s", "KURA_NATS_CLUSTER_ADDR=127.0.0.1:0"}
+	a := kuradtest.StartBinary(t, bin, dirA, env)
+	var info struct {
+		NATS struct {
+			Cluster struct{ Addr string } `json:"cluster"`
+		} `json:"nats"`
+		Outbox struct{ Leading bool } `json:"outbox"`
+	}
+	getJSON(t, a.Base+"/v1/info", &info)
+	if !info.Outbox.Leading {
+		t.Fatal("the first kurad on the database does not lead the outbox")
+	}
+	b := kuradtest.StartBinary(t, bin, dirB, append(env, "KURA_NATS_ROUTES=nats-route://"+info.NATS.Cluster.Addr))
+	testwait.For(t, testwait.Default, "the NATS route between the kurads", func() bool {
+		var i struct {
+			NATS struct {
+				Cluster struct{ Routes int } `json:"cluster"`
+			} `json:"nats"`
+		}
+		getJSON(t, b.Base+"/v1/info", &i)
+		return i.NATS.Cluster.Routes == 1
+	})
+	getJSON(t, b.Base+"/v1/info", &info)
+	if info.Outbox.Leading {
+		t.Fatal("both kurads lead the outbox")
+	}
+
+	nc, err := nats.Connect("nats://"+b.NATS, nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	h := &hearer{seqs: map[int64]int{}}
+	if _, err := nc.Subscribe("oclaw.v1.>", func(m *nats.Msg) {
+		var p struct {
+			Seq int64 `json:"seq"`
+		}
+		if json.Unmarshal(m.Data, &p) == nil && p.Seq > 0 {
+			h.mu.Lock()
+			h.seqs[p.Seq]++
+			h.mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	write := func(n int) {
+		for i := range n {
+			r, err := http.Post(b.Base+"/v1/records", "application/json",
+				strings.NewReader(fmt.Sprintf(`{"type":"agent.thought","author_id":"agent:bmo","content":{"n":"%s-%d"}}`, t.Name(), i+n*1000)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Body.Close()
+			if r.StatusCode != 201 {
+				t.Fatalf("write on b: %d", r.StatusCode)
+			}
+		}
+	}
+	heardAll := func(last int64) func() bool {
+		return func() bool {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			for s := int64(1); s <= last; s++ {
+				if h.seqs[s] == 0 {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	// Written on b, published by a across the route.
+	write(10)
+	testwait.For(t, testwait.Default, "the first events, published by a", heardAll(10))
+	a.Kill(t)
+	write(15)
+	testwait.For(t, 20*time.Second, "every event after the leader died", heardAll(25))
+	getJSON(t, b.Base+"/v1/info", &info)
+	if !info.Outbox.Leading {
+		t.Fatal("b publishes but does not say it leads")
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	r, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	if r.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", url, r.StatusCode)
+	}
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
