@@ -61,6 +61,31 @@ func Stop() {
 	os.RemoveAll(filepath.Dir(server.dir))
 }
 
+// Server is a PostgreSQL server of its own for a program that is not a
+// test (the benchmark): Start it, make databases, Stop it.
+type Server struct{ started bool }
+
+// Start starts the one server of this process (the tests' too) if it is
+// not running.
+func Start() (*Server, error) {
+	server.once.Do(func() { server.err = start() })
+	if server.err != nil {
+		return nil, server.err
+	}
+	return &Server{started: true}, nil
+}
+
+// CreateDB makes an empty database and returns its URL.
+func (s *Server) CreateDB(ctx context.Context, name string) (string, error) {
+	if err := admin(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", err
+	}
+	return dbURL(name), nil
+}
+
+// Stop stops the server.
+func (s *Server) Stop() { Stop() }
+
 // Available reports whether PostgreSQL's server binaries are installed.
 func Available() bool { _, err := binDir(); return err == nil }
 
