@@ -66,9 +66,10 @@ func Stop() {
 type Server struct{ started bool }
 
 // Start starts the one server of this process (the tests' too) if it is
-// not running.
-func Start() (*Server, error) {
-	server.once.Do(func() { server.err = start() })
+// not running. durable keeps PostgreSQL's fsync and synchronous commit on
+// (a benchmark beside SQLite with synchronous=FULL); tests run without.
+func Start(durable bool) (*Server, error) {
+	server.once.Do(func() { server.err = start(durable) })
 	if server.err != nil {
 		return nil, server.err
 	}
@@ -99,7 +100,7 @@ func URL(tb testing.TB) string {
 		}
 		tb.Skipf("postgres not installed (%v); KURA_REQUIRE_POSTGRES=1 makes this a failure", err)
 	}
-	server.once.Do(func() { server.err = start() })
+	server.once.Do(func() { server.err = start(false) })
 	if server.err != nil {
 		tb.Fatalf("start postgres: %v", server.err)
 	}
@@ -158,7 +159,7 @@ func version(bin string) int {
 
 // start makes and starts the cluster. As root it runs PostgreSQL as the
 // postgres user (or nobody), which must own the directory.
-func start() error {
+func start(durable bool) error {
 	bin, err := binDir()
 	if err != nil {
 		return err
@@ -192,9 +193,13 @@ func start() error {
 		return err
 	}
 	server.dir = dir
-	// Durability settings are off: a test's database dies with the test.
-	opts := "-c listen_addresses=127.0.0.1 -p " + strconv.Itoa(port) + " -k " + root +
-		" -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=64MB"
+	opts := "-c listen_addresses=127.0.0.1 -p " + strconv.Itoa(port) + " -k " + root + " -c max_connections=400"
+	if durable {
+		opts += " -c shared_buffers=256MB"
+	} else {
+		// A test's database dies with the test: durability is off.
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=64MB"
+	}
 	if err := run(bin, "pg_ctl", "start", "-D", dir, "-w", "-t", "60", "-l", filepath.Join(root, "log"), "-o", opts); err != nil {
 		logb, _ := os.ReadFile(filepath.Join(root, "log"))
 		return fmt.Errorf("%w\n%s", err, logb)
