@@ -203,6 +203,11 @@ func TestScaleOut_TwoKuradsOneDatabase(t *testing.T) {
 		}
 	}
 
+	// The last writes land on a alone, so b learns of them only from the
+	// database (its poller), not from a write of its own.
+	for i := range 3 {
+		mustCall(t, p.a, "POST", "/v1/records", fmt.Sprintf(`{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"last on a %d"}}`, i), 201)
+	}
 	// Both feeds list every event in order with no gap, the same count;
 	// a subscriber on each node hears every event exactly once.
 	last := feed(t, p.a)
@@ -210,6 +215,18 @@ func TestScaleOut_TwoKuradsOneDatabase(t *testing.T) {
 		t.Fatalf("feed on b ends at %d, on a at %d", lb, last)
 	}
 	waitHeard(t, last, onA, onB)
+	// Both serve the one log: each checkpoint comes to the whole feed
+	// (the same size and root), whichever kurad wrote the events.
+	var notes [2]string
+	for i, d := range nodes {
+		testwait.For(t, testwait.Default, "the checkpoint of "+d.BaseURL()+" covers every event", func() bool {
+			notes[i] = checkpointBody(t, d)
+			return strings.Split(notes[i], "\n")[1] == fmt.Sprint(last)
+		})
+	}
+	if a, b := strings.Split(notes[0], "\n")[2], strings.Split(notes[1], "\n")[2]; a != b {
+		t.Fatalf("roots differ at size %d: %s on a, %s on b", last, a, b)
+	}
 	// One more event, written on b, as a barrier: once it is heard,
 	// nothing published before it can still arrive a second time.
 	mustCall(t, p.b, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"barrier"}}`, 201)
@@ -372,4 +389,19 @@ func getJSON(t *testing.T, url string, v any) {
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkpointBody is d's current signed checkpoint: origin, size, root, ...
+func checkpointBody(t *testing.T, d *kuradtest.Daemon) string {
+	t.Helper()
+	r, err := http.Get(d.BaseURL() + "/v1/log/checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if r.StatusCode != 200 || strings.Count(string(b), "\n") < 3 {
+		t.Fatalf("checkpoint of %s: %d %q", d.BaseURL(), r.StatusCode, b)
+	}
+	return string(b)
 }
