@@ -203,6 +203,42 @@ func TestScaleOut_TwoKuradsOneDatabase(t *testing.T) {
 		}
 	}
 
+	// 20 idempotency races: the same key and body on both at once write
+	// one ledger (a ledger is not deduplicated: without the key each
+	// would be a new one); both answer with it.
+	for i := range 20 {
+		body := fmt.Sprintf(`{"label":"idem-%d","record_ids":["%s"]}`, i, rec["id"])
+		var ids [2]string
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for j, d := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest("POST", d.BaseURL()+"/v1/ledgers", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", fmt.Sprintf("race-%d", i))
+				<-start
+				r, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer r.Body.Close()
+				var rec struct{ ID string }
+				if json.NewDecoder(r.Body).Decode(&rec) != nil || r.StatusCode/100 != 2 {
+					t.Errorf("idempotent write %d on node %d: %d", i, j, r.StatusCode)
+				}
+				ids[j] = rec.ID
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if ids[0] == "" || ids[0] != ids[1] {
+			t.Fatalf("idempotency race %d: answers name %q and %q, want one ledger", i, ids[0], ids[1])
+		}
+	}
+
 	// The last writes land on a alone, so b learns of them only from the
 	// database (its poller), not from a write of its own.
 	for i := range 3 {
