@@ -25,13 +25,26 @@ const (
 	StorePostgres = "postgres"
 )
 
+// Stores is the table of store constructors: how a test daemon's
+// configuration points it at each store.
+var Stores = map[string]func(tb testing.TB, c *daemon.Config){
+	// kura.db in the daemon's temporary data directory.
+	StoreSQLite: func(testing.TB, *daemon.Config) {},
+	// A fresh database of its own on the test binary's PostgreSQL server.
+	StorePostgres: func(tb testing.TB, c *daemon.Config) { c.DatabaseURL = pgtest.URL(tb) },
+}
+
 // Store is the store this test binary's daemons use: KURA_TEST_STORE, by
-// default SQLite.
+// default SQLite. An unknown name is a mistake, not a silent default.
 func Store() string {
-	if os.Getenv("KURA_TEST_STORE") == StorePostgres {
-		return StorePostgres
+	s := os.Getenv("KURA_TEST_STORE")
+	if s == "" {
+		return StoreSQLite
 	}
-	return StoreSQLite
+	if _, ok := Stores[s]; !ok {
+		panic("KURA_TEST_STORE=" + s + ": want " + StoreSQLite + " or " + StorePostgres)
+	}
+	return s
 }
 
 // Options adjust the test daemon's configuration.
@@ -87,9 +100,7 @@ func StartMain(tb testing.TB, o Options) *Daemon {
 	cfg.NATSAddr = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
 	cfg.KeyFile = cfg.DataDir + "/kurad.key"
-	if Store() == StorePostgres {
-		cfg.DatabaseURL = pgtest.URL(tb)
-	}
+	Stores[Store()](tb, &cfg)
 	if o.Clock != nil {
 		cfg.Now = o.Clock.Now
 	}
