@@ -113,7 +113,8 @@ func newKBRanker(rtx *snapshot, sp int64, total int) *kbRanker {
 // countUpTo counts the entries matching expr, stopping at max.
 func (r *kbRanker) countUpTo(ctx context.Context, expr string, hi int64, max int) (int, error) {
 	var n int
-	err := r.rtx.QueryRowContext(ctx, qKBCountUpTo, expr, r.lo, hi, max).Scan(&n)
+	query, expr := r.match(qKBCountUpTo, expr)
+	err := r.rtx.QueryRowContext(ctx, query, expr, r.lo, hi, max).Scan(&n)
 	return n, err
 }
 
@@ -309,7 +310,8 @@ func (r *kbRanker) rank(ctx context.Context, q string, want int, exclude map[int
 		if sum > window {
 			query = qKBRank
 		}
-		ids, err := rowids(ctx, r.rtx, query, phrases(rare, " OR "), r.lo, r.hi, window)
+		query, expr := r.match(query, phrases(rare, " OR "))
+		ids, err := rowids(ctx, r.rtx, query, expr, r.lo, r.hi, window)
 		if err != nil {
 			return nil, err
 		}
@@ -426,7 +428,8 @@ func (r *kbRanker) gather(ctx context.Context, rare, common []*rankTerm, n int, 
 		if len(out) >= n {
 			break
 		}
-		ids, err := rowids(ctx, r.rtx, qKBMatchSome, expr, r.lo, r.hi, n+len(exclude)+len(found))
+		query, expr := r.match(qKBMatchSome, expr)
+		ids, err := rowids(ctx, r.rtx, query, expr, r.lo, r.hi, n+len(exclude)+len(found))
 		if err != nil {
 			return nil, err
 		}
