@@ -86,7 +86,7 @@ func kbTermsMatch(pg bool, expr string) string {
 // statements (kbsearch.go). A match without ranking is read in rowid
 // order, as FTS5 reads it.
 var (
-	qPGKBRank = "SELECT f.rowid FROM kb_fts f CROSS JOIN CAST(? AS tsquery) q WHERE f.doc @@ q AND f.rowid BETWEEN ? AND ? ORDER BY ts_rank(" +
+	qPGKBRank = "SELECT f.rowid FROM CAST(? AS tsquery) q, kb_fts f WHERE f.doc @@ q AND f.rowid BETWEEN ? AND ? ORDER BY ts_rank(" +
 		kbRankWeights + ", f.doc, q, 1) DESC, f.rowid LIMIT ?"
 	qPGKBCountUpTo = "SELECT count(*) FROM (SELECT 1 FROM kb_fts WHERE doc @@ CAST(? AS tsquery) AND rowid BETWEEN ? AND ? LIMIT ?) c"
 	qPGKBMatchSome = "SELECT rowid FROM kb_fts WHERE doc @@ CAST(? AS tsquery) AND rowid BETWEEN ? AND ? ORDER BY rowid LIMIT ?"

@@ -303,7 +303,7 @@ func cachedQueryKB(ctx context.Context, rtx *snapshot, st *kbStatements, q *kura
 	for i, id := range ids[from:to] {
 		list[i] = strconv.FormatInt(id, 10)
 	}
-	rows, err := rtx.QueryContext(ctx, "SELECT "+kbEntryCols+" FROM kb_entries e WHERE e.eid IN (SELECT value FROM json_each(?)) ORDER BY e.eid",
+	rows, err := rtx.QueryContext(ctx, "SELECT "+kbEntryCols+" FROM kb_entries e WHERE e.eid IN (SELECT CAST(value AS BIGINT) FROM json_each(?)) ORDER BY e.eid",
 		"["+strings.Join(list, ",")+"]")
 	if err != nil {
 		return nil, false, err

@@ -452,7 +452,7 @@ func (r *kbRanker) load(ctx context.Context, hits []*rankHit) error {
 		ids[i] = strconv.FormatInt(h.eid, 10)
 		byEID[h.eid] = h
 	}
-	rows, err := r.rtx.QueryContext(ctx, "SELECT "+kbEntryCols+" FROM kb_entries e WHERE e.eid IN (SELECT value FROM json_each(?))", "["+strings.Join(ids, ",")+"]")
+	rows, err := r.rtx.QueryContext(ctx, "SELECT "+kbEntryCols+" FROM kb_entries e WHERE e.eid IN (SELECT CAST(value AS BIGINT) FROM json_each(?))", "["+strings.Join(ids, ",")+"]")
 	if err != nil {
 		return err
 	}

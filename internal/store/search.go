@@ -183,7 +183,7 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 	var rows *sql.Rows
 	if len(words) > 0 {
 		rows, err = tx.QueryContext(ctx, "SELECT "+nodeCols+", "+textCols+
-			" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value CROSS JOIN node_text t ON t.nid = n.nid ORDER BY j.key",
+			" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = CAST(j.value AS BIGINT) CROSS JOIN node_text t ON t.nid = n.nid ORDER BY CAST(j.key AS BIGINT)",
 			nidList(hits))
 	} else {
 		rows, err = tx.QueryContext(ctx, "SELECT "+nodeCols+" FROM nodes n WHERE n.sid = ?"+f.where+
@@ -252,7 +252,7 @@ func compileRanking(ctx context.Context, q queryer, pg bool, scope, query string
 		return out, err
 	}
 	rows, err := q.QueryContext(ctx, "SELECT n.kind, n.id, "+textCols+
-		" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value CROSS JOIN node_text t ON t.nid = n.nid ORDER BY j.key",
+		" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = CAST(j.value AS BIGINT) CROSS JOIN node_text t ON t.nid = n.nid ORDER BY CAST(j.key AS BIGINT)",
 		nidList(hits))
 	if err != nil {
 		return nil, err

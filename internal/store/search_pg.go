@@ -253,7 +253,7 @@ func pgCountWordSQL() string {
 // pgRankSQL ranks the scope's matches, joined to their nodes when a
 // filter (where) reads them.
 func pgRankSQL(where string) string {
-	return "SELECT f.rowid, " + nodeRankSQL + " AS r FROM node_fts f CROSS JOIN CAST(? AS tsquery) q" + pgNodeJoin(where) +
+	return "SELECT f.rowid, " + nodeRankSQL + " AS r FROM CAST(? AS tsquery) q, node_fts f" + pgNodeJoin(where) +
 		" WHERE f.doc @@ q AND f.rowid BETWEEN ? AND ?" + where
 }
 
@@ -266,7 +266,7 @@ func pgNodeJoin(where string) string {
 
 // pgRecentSQL ranks the newest recentCommon matches of the scope.
 func pgRecentSQL(where string) string {
-	q := "SELECT f.rowid, f.r FROM (SELECT f.rowid, " + nodeRankSQL + " AS r FROM node_fts f CROSS JOIN CAST(? AS tsquery) q" +
+	q := "SELECT f.rowid, f.r FROM (SELECT f.rowid, " + nodeRankSQL + " AS r FROM CAST(? AS tsquery) q, node_fts f" +
 		" WHERE f.doc @@ q AND f.rowid BETWEEN ? AND ? ORDER BY f.rowid DESC LIMIT " + strconv.Itoa(recentCommon) + ") f" + pgNodeJoin(where)
 	if where != "" {
 		q += " WHERE true" + where
@@ -286,7 +286,7 @@ const (
 	// pgNodeTexts reads the searchable text of the nodes a JSON array
 	// names, for indexing.
 	pgNodeTexts = "SELECT t.sid, t.nid, t.title, t.ident, t.files, t.summary, t.payload, t.meta" +
-		" FROM json_each(?) j CROSS JOIN node_text t ON t.nid = CAST(j.value AS BIGINT)"
+		" FROM json_each(?) j JOIN node_text t ON t.nid = CAST(j.value AS BIGINT)"
 	// pgIndexNodes writes index rows from a JSON array of [rowid, doc].
 	pgIndexNodes = "INSERT INTO node_fts(rowid, doc) SELECT (e->>0)::bigint, (e->>1)::tsvector FROM json_array_elements(CAST(? AS json)) e" +
 		" ON CONFLICT (rowid) DO UPDATE SET doc = excluded.doc"

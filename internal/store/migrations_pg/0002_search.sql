@@ -28,7 +28,7 @@ LANGUAGE sql IMMUTABLE AS $$
         SELECT ARRAY[]::bigint[], doc::json
         UNION ALL
         SELECT t.path || c.ord, c.v
-        FROM t CROSS JOIN LATERAL (
+        FROM t, LATERAL (
             SELECT e.ord, e.v
             FROM json_each(CASE WHEN json_typeof(t.v) = 'object' THEN t.v ELSE '{}'::json END) WITH ORDINALITY AS e(k, v, ord)
             UNION ALL
