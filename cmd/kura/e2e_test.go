@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -260,11 +258,7 @@ func TestE2E_Ledger(t *testing.T) {
 
 	// Last: it breaks the database on purpose.
 	t.Run("VerifyTampered", func(t *testing.T) {
-		db, err := sql.Open("sqlite", "file:"+filepath.Join(d.Config.DataDir, "kura.db")+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := d.RawDB(t)
 		if _, err := db.Exec(`UPDATE records SET content = '{"summary":"not done"}' WHERE id = ?`, e.ID); err != nil {
 			t.Fatal(err)
 		}

@@ -160,6 +160,9 @@ func TestE2E_LogCommands(t *testing.T) {
 // A kura that kept the checkpoint it verified refuses the smaller tree.
 func TestE2E_VerifyKeepsLogState(t *testing.T) {
 	t.Parallel()
+	if kuradtest.Store() == kuradtest.StorePostgres {
+		t.Skip("rolls the store back by copying kura.db over it")
+	}
 	dataDir, keyDir, oldCopy := t.TempDir(), t.TempDir(), filepath.Join(t.TempDir(), "old")
 	stateDir := t.TempDir()
 	env := map[string]string{"KURA_STATE_DIR": stateDir}

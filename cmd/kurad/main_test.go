@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/pgtest"
 	"github.com/kura-memory/kura/internal/testwait"
 	_ "modernc.org/sqlite"
 )
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	kuradBin = bin
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL server of KURA_TEST_STORE=postgres
 	cleanup()
 	os.Exit(code)
 }

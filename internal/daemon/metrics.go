@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/kura-memory/kura/internal/bus"
 	"github.com/kura-memory/kura/internal/kura"
@@ -127,8 +129,19 @@ func registerStoreMetrics(reg *prometheus.Registry, db *store.DB, dbPath string)
 			[]string{"kind"}, nil)},
 		// Sizes are read at scrape time: a stat per scrape costs nothing
 		// and is never stale.
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_store_db_size_bytes", Help: "Size of the database file (kura.db)."},
-			func() float64 { return fileSize(dbPath) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_store_db_size_bytes", Help: "Size of the database: the file kura.db, or on PostgreSQL the database (pg_database_size)."},
+			func() float64 {
+				if !db.Postgres() {
+					return fileSize(dbPath)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				n, err := db.DatabaseSize(ctx)
+				if err != nil {
+					return 0
+				}
+				return float64(n)
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_store_wal_size_bytes", Help: "Size of the write-ahead log (kura.db-wal); it grows between checkpoints."},
 			func() float64 { return fileSize(dbPath + "-wal") }),
 		// The file system's room, for an alert well before writes fail: at

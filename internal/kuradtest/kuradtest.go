@@ -26,13 +26,36 @@ const (
 )
 
 // Stores is the table of store constructors: how a test daemon's
-// configuration points it at each store.
+// configuration points it at each store, after the test's own Configure
+// (which may have pointed it at a data directory a daemon used before: a
+// restart).
 var Stores = map[string]func(tb testing.TB, c *daemon.Config){
-	// kura.db in the daemon's temporary data directory.
+	// kura.db in the daemon's data directory.
 	StoreSQLite: func(testing.TB, *daemon.Config) {},
-	// A fresh database of its own on the test binary's PostgreSQL server.
-	StorePostgres: func(tb testing.TB, c *daemon.Config) { c.DatabaseURL = pgtest.URL(tb) },
+	// A database of its own on the test binary's PostgreSQL server, one
+	// per data directory, so a daemon restarted on a directory finds its
+	// data again. A test that sets DatabaseURL itself keeps it.
+	StorePostgres: func(tb testing.TB, c *daemon.Config) {
+		if c.DatabaseURL != "" {
+			return
+		}
+		pgDirs.Lock()
+		defer pgDirs.Unlock()
+		url, ok := pgDirs.url[c.DataDir]
+		if !ok {
+			url = pgtest.URL(tb)
+			pgDirs.url[c.DataDir] = url
+		}
+		c.DatabaseURL = url
+	},
 }
+
+// pgDirs maps data directories to the PostgreSQL databases their daemons
+// used (the directories are the tests' own, never reused across tests).
+var pgDirs = struct {
+	sync.Mutex
+	url map[string]string
+}{url: map[string]string{}}
 
 // Store is the store this test binary's daemons use: KURA_TEST_STORE, by
 // default SQLite. An unknown name is a mistake, not a silent default.
@@ -100,13 +123,13 @@ func StartMain(tb testing.TB, o Options) *Daemon {
 	cfg.NATSAddr = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
 	cfg.KeyFile = cfg.DataDir + "/kurad.key"
-	Stores[Store()](tb, &cfg)
 	if o.Clock != nil {
 		cfg.Now = o.Clock.Now
 	}
 	if o.Configure != nil {
 		o.Configure(&cfg)
 	}
+	Stores[Store()](tb, &cfg)
 	if err := cfg.Validate(); err != nil {
 		tb.Fatalf("kuradtest config: %v", err)
 	}

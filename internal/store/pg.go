@@ -392,3 +392,17 @@ func (db *DB) ReleaseLease(ctx context.Context, name, holder string) error {
 	_, err := db.rdb.ExecContext(ctx, "DELETE FROM leases WHERE name = ? AND holder = ?", name, holder)
 	return mapErr(err)
 }
+
+// Postgres reports whether the store keeps its state in PostgreSQL.
+func (db *DB) Postgres() bool { return db.pg != nil }
+
+// DatabaseSize is the PostgreSQL database's size in bytes
+// (pg_database_size): tables, indexes, TOAST and free space.
+func (db *DB) DatabaseSize(ctx context.Context) (int64, error) {
+	if db.pg == nil {
+		return 0, errors.New("database size: a SQLite store is a file; stat it")
+	}
+	var n int64
+	err := db.rdb.QueryRowContext(ctx, "SELECT pg_database_size(current_database())").Scan(&n)
+	return n, mapErr(err)
+}
