@@ -55,6 +55,8 @@ var layer = map[string]int{
 	// Test support: stand-ins and fixtures the tests of several packages use.
 	"internal/embed/embedtest": wiring,
 	"internal/kb/kbtest":       wiring,
+	"internal/pgtest":          wiring, // a real PostgreSQL server for tests and the benchmark
+	"internal/scaleout":        wiring, // tests only: kurads sharing a database
 	"bench/internal/bm25":      pure,
 	"internal/testwait":        pure, // the one polling helper: stdlib only, so every layer's tests may use it
 }
@@ -67,7 +69,7 @@ const (
 )
 
 // engines are the outside packages only adapters (and wiring) may use.
-var engines = []string{"database/sql", "modernc.org/sqlite", "net/http", "github.com/nats-io/", "github.com/go-chi/", "github.com/modelcontextprotocol/"}
+var engines = []string{"database/sql", "modernc.org/sqlite", "github.com/jackc/pgx/", "net/http", "github.com/nats-io/", "github.com/go-chi/", "github.com/modelcontextprotocol/"}
 
 // generator reports whether f is built only by hand (//go:build ignore).
 func generator(f *ast.File) bool {
