@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
 )
@@ -132,6 +133,9 @@ func runPGTool(ctx context.Context, path, dbURL string, stdin io.Reader, args ..
 	var out tailBuffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
+	// A program killed on cancel may leave children holding its output
+	// open: Run does not wait for them long.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
