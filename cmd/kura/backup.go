@@ -23,8 +23,9 @@ import (
 )
 
 // kura restore works on the files, not through kurad: it runs while kurad
-// is stopped, which no API call could. Like kurad it reads KURA_DATA_DIR
-// and KURA_KEY_FILE, so that the restored files are where kurad will look.
+// is stopped, which no API call could. Like kurad it reads KURA_DATA_DIR,
+// KURA_DATABASE_URL and KURA_KEY_FILE, so that the restored files (or
+// database) are where kurad will look.
 
 func setupBackup(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 	return func(ctx context.Context, c *cli, args []string) error {
@@ -73,19 +74,28 @@ func setupRestore(fs *flag.FlagSet) func(context.Context, *cli, []string) error 
 	keyFile := fs.String("key-file", "", "the signing key file the restored kurad will use (default $KURA_KEY_FILE, else <data-dir>/kurad.key)")
 	pubKey := fs.String("public-key", "", "verify against this public key (ed25519:<hex>, as kura info shows it) instead of reading the key file")
 	force := fs.Bool("force", false, "restore into a non-empty data directory, moving what it holds aside into pre-restore-<time>/ (nothing is deleted)")
+	databaseURL := fs.String("database-url", "", "restore a PostgreSQL store's backup into this empty database, postgres://user@host/db (default $KURA_DATABASE_URL)")
+	pgRestore := fs.String("pg-restore", "", "the pg_restore to run for --database-url (default: pg_restore on PATH, else the newest /usr/lib/postgresql/*/bin/pg_restore)")
 	return func(ctx context.Context, c *cli, args []string) error {
 		if len(args) != 1 {
 			return usagef("restore takes one backup directory")
+		}
+		if *keyFile != "" && *pubKey != "" {
+			return usagef("give --key-file or --public-key, not both")
+		}
+		dbURL := *databaseURL
+		if dbURL == "" {
+			dbURL = os.Getenv("KURA_DATABASE_URL")
 		}
 		dir := *dataDir
 		if dir == "" {
 			dir = os.Getenv("KURA_DATA_DIR")
 		}
-		if dir == "" {
-			return usagef("--data-dir (or KURA_DATA_DIR) is required: the data directory kurad will run on")
+		if dbURL != "" {
+			return restoreDatabase(ctx, c, args[0], dbURL, dir, *keyFile, *pubKey, *pgRestore)
 		}
-		if *keyFile != "" && *pubKey != "" {
-			return usagef("give --key-file or --public-key, not both")
+		if dir == "" {
+			return usagef("--data-dir (or KURA_DATA_DIR) is required: the data directory kurad will run on (or --database-url for a PostgreSQL store)")
 		}
 		dir, err := filepath.Abs(dir)
 		if err != nil {
@@ -113,6 +123,39 @@ func setupRestore(fs *flag.FlagSet) func(context.Context, *cli, []string) error 
 	}
 }
 
+// restoreDatabase restores a PostgreSQL store's backup into the empty
+// database at dbURL. The data directory, when given, only locates the
+// key file, as it does for kurad.
+func restoreDatabase(ctx context.Context, c *cli, backup, dbURL, dataDir, keyFile, pubKey, pgRestore string) error {
+	if !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://") {
+		return usagef("--database-url (or KURA_DATABASE_URL) must be a postgres:// or postgresql:// URL")
+	}
+	if dataDir == "" && keyFile == "" && pubKey == "" && os.Getenv("KURA_KEY_FILE") == "" {
+		return usagef("name the signing key the restored kurad will use: --key-file (or KURA_KEY_FILE), --public-key, or --data-dir holding kurad.key")
+	}
+	var err error
+	if dataDir != "" {
+		if dataDir, err = filepath.Abs(dataDir); err != nil {
+			return err
+		}
+	}
+	pub, _, err := restoreKey(dataDir, keyFile, pubKey)
+	if err != nil {
+		return err
+	}
+	rep, err := store.Restore(ctx, store.RestoreOptions{BackupDir: backup, DatabaseURL: dbURL, PGRestore: pgRestore, PublicKey: pub})
+	if rep != nil {
+		if c.json {
+			if perr := c.printJSON(rep); perr != nil && err == nil {
+				err = perr
+			}
+		} else {
+			printRestore(c, rep, err == nil)
+		}
+	}
+	return err
+}
+
 func printRestore(c *cli, rep *kura.RestoreReport, done bool) {
 	if done {
 		fmt.Fprintf(c.stdout, "restored %s into %s\n", rep.Backup, rep.Database)
@@ -136,7 +179,9 @@ func printRestore(c *cli, rep *kura.RestoreReport, done bool) {
 		}
 	}
 	tw.Flush()
-	if done {
+	if done && rep.DataDir == "" {
+		fmt.Fprintf(c.stdout, "start kurad with --database-url %s and the key of %s\n", rep.Database, rep.Manifest.PublicKey)
+	} else if done {
 		fmt.Fprintf(c.stdout, "start kurad on %s with the key of %s\n", rep.DataDir, rep.Manifest.PublicKey)
 		if os.Geteuid() == 0 {
 			// kura.db is root's now, mode 0600: a kurad running as its own

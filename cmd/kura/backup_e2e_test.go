@@ -129,8 +129,9 @@ func TestE2E_BackupRestore(t *testing.T) {
 	// restore reads these as kurad does; the test names everything itself.
 	t.Setenv("KURA_DATA_DIR", "")
 	t.Setenv("KURA_KEY_FILE", "")
+	t.Setenv("KURA_DATABASE_URL", "")
 	ctx := context.Background()
-	src := kuradtest.StartMain(t, kuradtest.Options{})
+	src := kuradtest.StartMain(t, kuradtest.Options{Configure: func(cfg *daemon.Config) { cfg.DatabaseURL = "" }})
 	keyFile := src.Config.KeyFile
 	c := client.New(src.BaseURL())
 	a := &acked{}

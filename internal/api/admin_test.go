@@ -69,7 +69,11 @@ func TestAPI_AdminBackup(t *testing.T) {
 		_, info, _ := c.get("/v1/info")
 		counts, _ := m["counts"].(map[string]any)
 		files, _ := m["files"].([]any)
-		if m["path"] != dir || m["format"] != "kura-backup-1" || m["public_key"] != info["public_key"] ||
+		format := "kura-backup-1"
+		if kuradtest.Store() == kuradtest.StorePostgres {
+			format = "kura-backup-pg-1"
+		}
+		if m["path"] != dir || m["format"] != format || m["public_key"] != info["public_key"] ||
 			m["last_event_seq"] != info["last_event_seq"] || counts["records"] != float64(5) || len(files) != 1 || m["signature"] == "" {
 			t.Errorf("got %s, want the manifest of a backup of 5 records, signed by %v", raw, info["public_key"])
 		}

@@ -31,6 +31,9 @@ type Config struct {
 	DataDir string
 	// DatabaseURL keeps the store in PostgreSQL instead of DataDir/kura.db.
 	DatabaseURL string
+	// PGDump is the pg_dump a backup on PostgreSQL runs (empty: found on
+	// PATH or in /usr/lib/postgresql/*/bin).
+	PGDump string
 	// OutboxLease is how long the kurad publishing a shared database's
 	// events keeps the lead unrenewed: after it crashes, another takes
 	// over within this.
@@ -194,6 +197,7 @@ func settings() []setting {
 		{"http-idle-timeout", "KURA_HTTP_IDLE_TIMEOUT", "how long an idle keep-alive connection stays open", duration("http-idle-timeout", func(c *Config) *time.Duration { return &c.HTTPIdleTimeout })},
 		{"data-dir", "KURA_DATA_DIR", "directory for kura.db, kurad.addr and kurad.key", str(func(c *Config) *string { return &c.DataDir })},
 		{"database-url", "KURA_DATABASE_URL", "PostgreSQL (15 or later) to keep everything in instead of kura.db, postgres://user@host/db; several kurads may share it", str(func(c *Config) *string { return &c.DatabaseURL })},
+		{"pg-dump", "KURA_PG_DUMP", "the pg_dump backups of a PostgreSQL store run, of the server's version or newer (default: pg_dump on PATH, else the newest /usr/lib/postgresql/*/bin/pg_dump)", str(func(c *Config) *string { return &c.PGDump })},
 		{"http-addr", "KURA_HTTP_ADDR", "HTTP listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.HTTPAddr })},
 		{"nats-addr", "KURA_NATS_ADDR", "embedded NATS listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.NATSAddr })},
 		{"nats-users-file", "KURA_NATS_USERS_FILE", "NATS users (`<user> <bcrypt-hash> <projects>` or `<nkey> - <projects>` a line); required when nats-addr is not loopback", str(func(c *Config) *string { return &c.NATSUsersFile })},

@@ -131,6 +131,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.store = store.New(store.Config{
 		Path:           dbPath,
 		DatabaseURL:    cfg.DatabaseURL,
+		PGDump:         cfg.PGDump,
 		Synchronous:    cfg.Synchronous,
 		MaxBatch:       cfg.WriterMaxBatch,
 		Linger:         cfg.WriterLinger,

@@ -4,6 +4,11 @@ package kura
 // consistent SQLite snapshot) and manifest.json describing it.
 const BackupFormat = "kura-backup-1"
 
+// BackupFormatPostgres names the layout of a backup of a PostgreSQL
+// store: kura.pgdump (a pg_dump custom-format archive of one exported
+// snapshot) and manifest.json describing it.
+const BackupFormatPostgres = "kura-backup-pg-1"
+
 // BackupManifest is manifest.json of a backup directory. Counts and
 // LastEventSeq are read from the snapshot file itself, so they describe
 // exactly what a restore brings back. Signature is kurad's Ed25519
@@ -37,19 +42,20 @@ type Backup struct {
 
 // RestoreReport is what kura restore did and what it verified.
 type RestoreReport struct {
-	Backup       string          `json:"backup"`   // the backup directory
-	DataDir      string          `json:"data_dir"` // where it was restored
-	Database     string          `json:"database"` // the restored file
+	Backup       string          `json:"backup"`             // the backup directory
+	DataDir      string          `json:"data_dir,omitempty"` // where it was restored (SQLite)
+	Database     string          `json:"database"`           // the restored file, or the PostgreSQL URL without its password
 	MovedAside   string          `json:"moved_aside,omitempty"`
 	Manifest     *BackupManifest `json:"manifest"`
 	Verification *StoreCheck     `json:"verification"`
 }
 
 // StoreCheck is a full verification of a database: SQLite's own
-// integrity check, then every session's chain and every ledger.
+// integrity check (on PostgreSQL: the restored database against the
+// backup's manifest), then every session's chain and every ledger.
 type StoreCheck struct {
 	OK             bool     `json:"ok"`
-	Integrity      string   `json:"integrity"` // "ok" or SQLite's first complaint
+	Integrity      string   `json:"integrity"` // "ok", or SQLite's first complaint (PostgreSQL: the first difference from the manifest)
 	Sessions       int      `json:"sessions_verified"`
 	Ledgers        int      `json:"ledgers_verified"`
 	Records        int      `json:"records_checked"`

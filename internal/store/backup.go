@@ -104,6 +104,9 @@ func errBackupAbandoned() error {
 // never written into a backup. A redaction committed while it runs
 // abandons it (EUnavailable): no backup finished after a redaction
 // answered holds the redacted content.
+//
+// On PostgreSQL the snapshot is kura.pgdump instead, written by pg_dump
+// (backup_pg.go); everything else is the same.
 func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, error) {
 	if dir == "" || !filepath.IsAbs(dir) {
 		return nil, kura.Invalid("path", "path must be an absolute directory on the kurad host")
@@ -115,14 +118,24 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 	if closed {
 		return nil, kura.Errorf(kura.EUnavailable, "kurad is shutting down")
 	}
+	name, pgDump := BackupDatabase, ""
+	if db.pg != nil {
+		// Before anything is created: a kurad that cannot take the backup
+		// leaves no directory behind.
+		var err error
+		if pgDump, err = findPGTool("pg_dump", db.cfg.PGDump); err != nil {
+			return nil, err
+		}
+		name = BackupPGDump
+	}
 	created, err := prepareBackupDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	dst := filepath.Join(dir, BackupDatabase)
+	dst := filepath.Join(dir, name)
 	// Created here, exclusively, so that two backups racing for the same
-	// empty directory cannot both write into it; VACUUM INTO accepts an
-	// empty file.
+	// empty directory cannot both write into it; VACUUM INTO and pg_dump
+	// accept an empty file.
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if created {
@@ -160,18 +173,27 @@ func (db *DB) Backup(ctx context.Context, dir string) (*kura.BackupManifest, err
 		}
 		return err
 	}
-	if err := db.vacuumInto(ctx, dst); err != nil {
-		return nil, cut(err)
-	}
-	if f := db.cfg.Hooks.Backup; f != nil {
-		f("manifest")
-	}
-	if err := syncFile(dst); err != nil {
-		return nil, fmt.Errorf("backup: %w", err)
-	}
-	m, err := describeSnapshot(ctx, dst)
-	if err != nil {
-		return nil, cut(err)
+	var m *kura.BackupManifest
+	if db.pg != nil {
+		if m, err = db.dumpPG(ctx, pgDump, dst); err != nil {
+			return nil, cut(err)
+		}
+		if f := db.cfg.Hooks.Backup; f != nil {
+			f("manifest")
+		}
+	} else {
+		if err := db.vacuumInto(ctx, dst); err != nil {
+			return nil, cut(err)
+		}
+		if f := db.cfg.Hooks.Backup; f != nil {
+			f("manifest")
+		}
+		if err := syncFile(dst); err != nil {
+			return nil, fmt.Errorf("backup: %w", err)
+		}
+		if m, err = describeSnapshot(ctx, dst); err != nil {
+			return nil, cut(err)
+		}
 	}
 	m.CreatedAt = kura.FormatTime(db.now())
 	m.PublicKey = publicKeyString(db.pub)
@@ -358,11 +380,20 @@ func CheckBackup(dir string, pub ed25519.PublicKey) (*kura.BackupManifest, error
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("backup %s: manifest.json: %w", dir, err)
 	}
-	if m.Format != kura.BackupFormat {
-		return nil, fmt.Errorf("backup %s: format %q is not %q", dir, m.Format, kura.BackupFormat)
+	// The snapshot file each format holds, and the schema this build
+	// knows for its engine.
+	var snapshot string
+	var schema int
+	switch m.Format {
+	case kura.BackupFormat:
+		snapshot, schema = BackupDatabase, SchemaVersion
+	case kura.BackupFormatPostgres:
+		snapshot, schema = BackupPGDump, PGSchemaVersion
+	default:
+		return nil, fmt.Errorf("backup %s: format %q is neither %q nor %q", dir, m.Format, kura.BackupFormat, kura.BackupFormatPostgres)
 	}
-	if m.SchemaVersion > SchemaVersion {
-		return nil, fmt.Errorf("backup %s: schema version %d is newer than this build supports (%d); restore it with a newer kura", dir, m.SchemaVersion, SchemaVersion)
+	if m.SchemaVersion > schema {
+		return nil, fmt.Errorf("backup %s: schema version %d is newer than this build supports (%d); restore it with a newer kura", dir, m.SchemaVersion, schema)
 	}
 	if want := publicKeyString(pub); m.PublicKey != want {
 		return nil, fmt.Errorf("backup %s was made by the kurad with public key %s, but the key given is %s: the restored kurad could not verify its own signatures; use the original key", dir, m.PublicKey, want)
@@ -392,8 +423,8 @@ func CheckBackup(dir string, pub ed25519.PublicKey) (*kura.BackupManifest, error
 			return nil, fmt.Errorf("backup %s: %s has SHA-256 %s, the manifest says %s: the file was changed or damaged", dir, bf.Name, got.SHA256, bf.SHA256)
 		}
 	}
-	if !seen[BackupDatabase] {
-		return nil, fmt.Errorf("backup %s: the manifest lists no %s", dir, BackupDatabase)
+	if !seen[snapshot] {
+		return nil, fmt.Errorf("backup %s: the manifest lists no %s", dir, snapshot)
 	}
 	return &m, nil
 }
@@ -412,6 +443,12 @@ type RestoreOptions struct {
 	// such as the key file.
 	Keep []string
 	Now  func() time.Time
+	// DatabaseURL, when set, restores a PostgreSQL backup into this
+	// database, which must be empty (backup_pg.go); DataDir is unused.
+	DatabaseURL string
+	// PGRestore is the pg_restore to run (empty: found on PATH or in
+	// /usr/lib/postgresql/*/bin).
+	PGRestore string
 }
 
 // Restore installs a backup as DataDir's database. It holds DataDir's lock
@@ -425,6 +462,9 @@ type RestoreOptions struct {
 func Restore(ctx context.Context, o RestoreOptions) (*kura.RestoreReport, error) {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.DatabaseURL != "" {
+		return restorePG(ctx, o)
 	}
 	backupDir, err := filepath.Abs(o.BackupDir)
 	if err != nil {
@@ -440,6 +480,9 @@ func Restore(ctx context.Context, o RestoreOptions) (*kura.RestoreReport, error)
 	m, err := CheckBackup(backupDir, o.PublicKey)
 	if err != nil {
 		return nil, err
+	}
+	if m.Format != kura.BackupFormat {
+		return nil, fmt.Errorf("restore: %s is a backup of a PostgreSQL store (format %s): restore it into an empty PostgreSQL database with --database-url (or KURA_DATABASE_URL), not into a data directory", backupDir, m.Format)
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
@@ -623,18 +666,24 @@ func (db *DB) VerifyAll(ctx context.Context) (*kura.StoreCheck, error) {
 	if err := db.rdb.QueryRowContext(ctx, "PRAGMA integrity_check(1)").Scan(&c.Integrity); err != nil {
 		return nil, mapErr(fmt.Errorf("integrity check: %w", err))
 	}
+	return c, db.verifyChains(ctx, c)
+}
+
+// verifyChains fills c with every session's and every ledger's
+// verification, after its Integrity is set.
+func (db *DB) verifyChains(ctx context.Context, c *kura.StoreCheck) error {
 	if err := db.rdb.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) FROM events").Scan(&c.LastEventSeq); err != nil {
-		return nil, mapErr(err)
+		return mapErr(err)
 	}
 	for after := ""; ; {
 		page, next, err := db.ListSessions(ctx, "", after, verifyPage)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, s := range page {
 			v, err := db.VerifySession(ctx, s.ID, "")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			c.Sessions++
 			if !v.OK {
@@ -649,25 +698,25 @@ func (db *DB) VerifyAll(ctx context.Context) (*kura.StoreCheck, error) {
 	for after := ""; ; {
 		rows, err := db.rdb.QueryContext(ctx, "SELECT id FROM ledgers WHERE id > ? ORDER BY id LIMIT ?", after, verifyPage)
 		if err != nil {
-			return nil, mapErr(err)
+			return mapErr(err)
 		}
 		var ids []string
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return nil, mapErr(err)
+				return mapErr(err)
 			}
 			ids = append(ids, id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, mapErr(err)
+			return mapErr(err)
 		}
 		for _, id := range ids {
 			v, err := db.VerifyLedger(ctx, id)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			c.Ledgers++
 			c.Records += v.RecordsChecked
@@ -681,7 +730,7 @@ func (db *DB) VerifyAll(ctx context.Context) (*kura.StoreCheck, error) {
 		after = ids[len(ids)-1]
 	}
 	c.OK = c.Integrity == "ok" && len(c.FailedSessions) == 0 && len(c.FailedLedgers) == 0
-	return c, nil
+	return nil
 }
 
 func hashFile(path string) (kura.BackupFile, error) {

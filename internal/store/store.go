@@ -32,7 +32,10 @@ type Config struct {
 	Path  string // database file
 	// DatabaseURL, when set, keeps everything in PostgreSQL instead of
 	// the file at Path (pg.go): several kurads may share one database.
-	DatabaseURL    string
+	DatabaseURL string
+	// PGDump is the pg_dump a backup on PostgreSQL runs (empty: found on
+	// PATH or in /usr/lib/postgresql/*/bin).
+	PGDump         string
 	Synchronous    string // FULL (default) or NORMAL
 	MaxBatch       int    // write jobs per transaction
 	ReadPool       int    // read-only connections
