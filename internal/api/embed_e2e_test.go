@@ -3,7 +3,6 @@ package api_test
 import (
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,12 +16,14 @@ import (
 )
 
 // startEmbedKurad runs a real kurad whose embedder is the stand-in srv,
-// serving model, on dataDir (a new one when empty).
-func startEmbedKurad(t *testing.T, srv *embedtest.Server, model, dataDir string) (*apiClient, *kuradtest.Daemon) {
+// serving model, on the store of prev (a new one when nil): its data
+// directory and, on PostgreSQL, its database.
+func startEmbedKurad(t *testing.T, srv *embedtest.Server, model string, prev *kuradtest.Daemon) (*apiClient, *kuradtest.Daemon) {
 	t.Helper()
 	d := kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) {
-		if dataDir != "" {
-			c.DataDir, c.KeyFile = dataDir, filepath.Join(dataDir, "kurad.key")
+		if prev != nil {
+			c.DataDir, c.KeyFile = prev.Config.DataDir, prev.Config.KeyFile
+			c.DatabaseURL = prev.Config.DatabaseURL
 		}
 		c.EmbedderURL = srv.URL + "/v1"
 		c.EmbedderModel = model
@@ -98,7 +99,7 @@ const meaningNodes = `{"nodes":[
 func TestEmbed_E2E_HybridSearch(t *testing.T) {
 	t.Parallel()
 	srv := embedtest.Start(t, 64)
-	c, _ := startEmbedKurad(t, srv, "m1", "")
+	c, _ := startEmbedKurad(t, srv, "m1", nil)
 	c.mustPost(acmeMem+"/nodes/batch", meaningNodes, 201)
 	c.waitEmbedded(t, 4)
 	if i := c.embedderInfo(); i.Model != "m1" || i.Dims != 64 || i.Errors != 0 || i.LastError != "" {
@@ -164,7 +165,7 @@ func TestEmbed_E2E_EmbedderDown(t *testing.T) {
 	t.Parallel()
 	srv := embedtest.Start(t, 64)
 	srv.SetDown(true)
-	c, _ := startEmbedKurad(t, srv, "m1", "")
+	c, _ := startEmbedKurad(t, srv, "m1", nil)
 	// Writes never wait for, nor fail on, the embedder.
 	c.mustPost(acmeMem+"/nodes/batch", meaningNodes, 201)
 	testwait.For(t, 10*time.Second, "the embedder seen failing", func() bool {
@@ -194,8 +195,7 @@ func TestEmbed_E2E_EmbedderDown(t *testing.T) {
 func TestEmbed_E2E_ModelChange(t *testing.T) {
 	t.Parallel()
 	srv := embedtest.Start(t, 64)
-	dir := t.TempDir()
-	c, d := startEmbedKurad(t, srv, "m1", dir)
+	c, d := startEmbedKurad(t, srv, "m1", nil)
 	c.mustPost(acmeMem+"/nodes/batch", meaningNodes, 201)
 	c.waitEmbedded(t, 4)
 	if err := d.Close(t.Context()); err != nil {
@@ -203,7 +203,7 @@ func TestEmbed_E2E_ModelChange(t *testing.T) {
 	}
 	// Restarted with another model, kurad re-embeds every node in the
 	// background; hits name the new model only.
-	c2, _ := startEmbedKurad(t, srv, "m2", dir)
+	c2, _ := startEmbedKurad(t, srv, "m2", d)
 	c2.waitEmbedded(t, 4)
 	for _, text := range []string{"Car maintenance\nthe car gets its maintenance in spring", "Dog walking\nwalk the dog before the standup"} {
 		if n := srv.Count(text); n != 2 {

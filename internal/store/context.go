@@ -215,7 +215,7 @@ func (db *DB) compile(ctx context.Context, scope string, req *admission.Request)
 		if sc, err = db.currentScope(ctx, rtx, scope, asOf); err != nil {
 			return nil, mapErr(err)
 		}
-		if rank, err = compileRanking(ctx, rtx, scope, req.Query); err != nil {
+		if rank, err = compileRanking(ctx, rtx, db.pg != nil, scope, req.Query); err != nil {
 			return nil, mapErr(err)
 		}
 	}

@@ -175,7 +175,7 @@ func (w *EmbedWorker) sweepAll(ctx context.Context) error {
 	start := w.db.LastEventSeq()
 	var n int64
 	err := w.db.withReadConn(ctx, func(c *sql.Conn) (err error) {
-		n, err = countStale(ctx, c, model)
+		n, err = countStale(ctx, c, w.db.pg != nil, model)
 		return err
 	})
 	if err != nil {
@@ -206,7 +206,7 @@ func (w *EmbedWorker) sweepAll(ctx context.Context) error {
 	for {
 		var cs []embedCandidate
 		err := w.db.withReadConn(ctx, func(c *sql.Conn) (err error) {
-			cs, err = staleNodes(ctx, c, model, after, 256)
+			cs, err = staleNodes(ctx, c, w.db.pg != nil, model, after, 256)
 			return err
 		})
 		if err != nil {
@@ -232,7 +232,7 @@ func (w *EmbedWorker) follow(ctx context.Context) error {
 	last := w.db.LastEventSeq()
 	for w.cursor < last {
 		upto := min(w.cursor+4096, last)
-		cs, err := changedNodes(ctx, w.db.rdb, w.cursor, upto)
+		cs, err := changedNodes(ctx, w.db.rdb, w.db.pg != nil, w.cursor, upto)
 		if err != nil {
 			return mapErr(err)
 		}

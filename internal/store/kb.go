@@ -264,7 +264,7 @@ func (db *DB) UpdateKBEntry(ctx context.Context, name string, p *kura.KBPatch, o
 		if _, err := tx.Exec(qKBUpdateEntry, jsonList(e.Keys), e.Value, e.Version, e.UpdatedAt, old.eid); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(qKBUpdateFTS, e.Identifier, keysText(e.Keys), e.Value, kbRowid(s.sp, old.eid)); err != nil {
+		if err := tx.updateKBFTS(kbRowid(s.sp, old.eid), e); err != nil {
 			return err
 		}
 		if err := tx.kbHistory(s, e.Identifier, e.Version, op, e.ID, e.Keys, &e.Value); err != nil {

@@ -158,7 +158,7 @@ func (p *kbPut) flush() error {
 		rowid := kbRowid(st.s.sp, st.eid)
 		entries = append(entries, st.eid, st.s.sp, e.ID, e.Identifier, jsonList(e.Keys), e.Value, e.Version, e.CreatedAt, e.UpdatedAt)
 		terms = append(terms, rowid, termsColumn(ws, ks))
-		fts = append(fts, rowid, e.Identifier, keysText(e.Keys), e.Value)
+		fts = p.tx.kbFTSRow(fts, rowid, e)
 		df.add(st.s.sp, dfWord, ws, 1)
 		df.add(st.s.sp, dfKey, ks, 1)
 	}
@@ -171,7 +171,7 @@ func (p *kbPut) flush() error {
 		if _, err := p.tx.Exec(qKBUpdateEntry, jsonList(e.Keys), e.Value, e.Version, e.UpdatedAt, st.eid); err != nil {
 			return err
 		}
-		if _, err := p.tx.Exec(qKBUpdateFTS, e.Identifier, keysText(e.Keys), e.Value, rowid); err != nil {
+		if err := p.tx.updateKBFTS(rowid, e); err != nil {
 			return err
 		}
 		if sameKeys(st.origKeys, e.Keys) {
@@ -186,10 +186,10 @@ func (p *kbPut) flush() error {
 		return err
 	}
 	for _, r := range []struct {
-		table string
-		args  []any
-	}{{"terms", terms}, {"fts", fts}, {"history", p.history}} {
-		if err := kbRows[r.table].exec(p.tx, r.args); err != nil {
+		rows *multiRow
+		args []any
+	}{{kbRows["terms"], terms}, {p.tx.kbFTSRows(), fts}, {kbRows["history"], p.history}} {
+		if err := r.rows.exec(p.tx, r.args); err != nil {
 			return err
 		}
 	}

@@ -11,10 +11,12 @@ import (
 var kbRows = map[string]*multiRow{
 	"entries": newMultiRow("INSERT INTO kb_entries(eid, sp, id, identifier, keys, value, version, created_at, updated_at) VALUES ", 9, 100),
 	"terms":   newMultiRow("INSERT INTO kb_terms(rowid, terms) VALUES ", 2, 250),
-	"fts":     newMultiRow("INSERT INTO kb_fts(rowid, identifier, keys, value) VALUES ", 4, 100),
 	"history": newMultiRow("INSERT INTO kb_history(sp, identifier, version, op, entry_id, keys, value, at) VALUES ", 8, 100),
 	"df":      newMultiRow("INSERT INTO kb_df(sp, kind, term, n) VALUES ", 4, 250, " ON CONFLICT(sp, kind, term) DO UPDATE SET n = kb_df.n + excluded.n"),
 }
+
+// kbFTSRows fill SQLite's kb_fts (PostgreSQL's: pgKBFTSRows).
+var kbFTSRows = newMultiRow("INSERT INTO kb_fts(rowid, identifier, keys, value) VALUES ", 4, 100)
 
 // multiRow is an INSERT of up to chunk rows of cols values each.
 type multiRow struct {

@@ -115,11 +115,14 @@ func (c *postingCache) minSize() int {
 // readPosting reads the eids of one word or key of space sp from a
 // snapshot, in order. group_concat does the walk inside SQLite: a row
 // through database/sql costs twice as much as a number parsed here.
-func readPosting(ctx context.Context, q queryer, k postingKey) ([]int64, error) {
+func readPosting(ctx context.Context, q queryer, pg bool, k postingKey) ([]int64, error) {
 	lo, hi := kbRange(k.sp)
+	query := "SELECT group_concat(rowid - ?) FROM kb_terms WHERE kb_terms MATCH ? AND rowid BETWEEN ? AND ?"
+	if pg {
+		query = qPGKBPosting
+	}
 	var s sql.NullString
-	if err := q.QueryRowContext(ctx, "SELECT group_concat(rowid - ?) FROM kb_terms WHERE kb_terms MATCH ? AND rowid BETWEEN ? AND ?",
-		lo, `"`+kbToken(k.kind, k.term)+`"`, lo, hi).Scan(&s); err != nil {
+	if err := q.QueryRowContext(ctx, query, lo, kbTermsMatch(pg, `"`+kbToken(k.kind, k.term)+`"`), lo, hi).Scan(&s); err != nil {
 		return nil, err
 	}
 	if s.String == "" {
@@ -230,7 +233,7 @@ func (db *DB) loadPostings(keys []postingKey) {
 			}
 			gens[k.sp] = gen
 		}
-		l, err := readPosting(ctx, tx, k)
+		l, err := readPosting(ctx, tx, db.pg != nil, k)
 		if err != nil {
 			db.log.Warn("reading a knowledge-base posting into memory", "err", err)
 			return
@@ -300,7 +303,7 @@ func cachedQueryKB(ctx context.Context, rtx *snapshot, st *kbStatements, q *kura
 	for i, id := range ids[from:to] {
 		list[i] = strconv.FormatInt(id, 10)
 	}
-	rows, err := rtx.QueryContext(ctx, "SELECT "+kbEntryCols+" FROM kb_entries e WHERE e.eid IN (SELECT value FROM json_each(?)) ORDER BY e.eid",
+	rows, err := rtx.QueryContext(ctx, "SELECT "+kbEntryCols+" FROM kb_entries e WHERE e.eid IN (SELECT CAST(value AS BIGINT) FROM json_each(?)) ORDER BY e.eid",
 		"["+strings.Join(list, ",")+"]")
 	if err != nil {
 		return nil, false, err

@@ -271,10 +271,14 @@ func prepareKB(ctx context.Context, rtx *snapshot, name string, q *kura.KBQuery,
 		for i, p := range ps {
 			exprs[i] = p.expr()
 		}
-		expr := strings.Join(exprs, " AND ")
+		pg := rtx.db.pg != nil
+		expr := kbTermsMatch(pg, strings.Join(exprs, " AND "))
 		lo, hi := kbRange(sp)
 		st.page, st.pageArgs = qKBTermsPage, []any{lo, expr, kbRowid(sp, q.After), hi, limit + 1}
 		st.count, st.countArg = qKBTermsCount, []any{expr, hi}
+		if pg {
+			st.page, st.count = qPGKBTermsPage, qPGKBTermsCount
+		}
 	}
 	if st.known == 0 {
 		return nil, page, true, nil

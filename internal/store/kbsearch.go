@@ -113,7 +113,8 @@ func newKBRanker(rtx *snapshot, sp int64, total int) *kbRanker {
 // countUpTo counts the entries matching expr, stopping at max.
 func (r *kbRanker) countUpTo(ctx context.Context, expr string, hi int64, max int) (int, error) {
 	var n int
-	err := r.rtx.QueryRowContext(ctx, qKBCountUpTo, expr, r.lo, hi, max).Scan(&n)
+	query, expr := r.match(qKBCountUpTo, expr)
+	err := r.rtx.QueryRowContext(ctx, query, expr, r.lo, hi, max).Scan(&n)
 	return n, err
 }
 
@@ -309,7 +310,8 @@ func (r *kbRanker) rank(ctx context.Context, q string, want int, exclude map[int
 		if sum > window {
 			query = qKBRank
 		}
-		ids, err := rowids(ctx, r.rtx, query, phrases(rare, " OR "), r.lo, r.hi, window)
+		query, expr := r.match(query, phrases(rare, " OR "))
+		ids, err := rowids(ctx, r.rtx, query, expr, r.lo, r.hi, window)
 		if err != nil {
 			return nil, err
 		}
@@ -426,7 +428,8 @@ func (r *kbRanker) gather(ctx context.Context, rare, common []*rankTerm, n int, 
 		if len(out) >= n {
 			break
 		}
-		ids, err := rowids(ctx, r.rtx, qKBMatchSome, expr, r.lo, r.hi, n+len(exclude)+len(found))
+		query, expr := r.match(qKBMatchSome, expr)
+		ids, err := rowids(ctx, r.rtx, query, expr, r.lo, r.hi, n+len(exclude)+len(found))
 		if err != nil {
 			return nil, err
 		}
@@ -449,7 +452,7 @@ func (r *kbRanker) load(ctx context.Context, hits []*rankHit) error {
 		ids[i] = strconv.FormatInt(h.eid, 10)
 		byEID[h.eid] = h
 	}
-	rows, err := r.rtx.QueryContext(ctx, "SELECT "+kbEntryCols+" FROM kb_entries e WHERE e.eid IN (SELECT value FROM json_each(?))", "["+strings.Join(ids, ",")+"]")
+	rows, err := r.rtx.QueryContext(ctx, "SELECT "+kbEntryCols+" FROM kb_entries e WHERE e.eid IN (SELECT CAST(value AS BIGINT) FROM json_each(?))", "["+strings.Join(ids, ",")+"]")
 	if err != nil {
 		return err
 	}

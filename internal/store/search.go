@@ -46,6 +46,9 @@ func (db *DB) indexNodeText(ctx context.Context, tx *sql.Tx, nids []int64) error
 		}
 		b = strconv.AppendInt(b, nid, 10)
 	}
+	if db.pg != nil {
+		return indexNodeTextPG(ctx, tx, string(append(b, ']')))
+	}
 	_, err := tx.StmtContext(ctx, db.stmts[qIndexNodeText]).ExecContext(ctx, string(append(b, ']')))
 	return err
 }
@@ -166,7 +169,7 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 	var hits []hit
 	var typos []typo
 	if len(words) > 0 {
-		counts, err := wordCounts(ctx, tx, sid, words)
+		counts, err := wordCounts(ctx, tx, db.pg != nil, sid, words)
 		if err != nil {
 			return nil, mapErr(err)
 		}
@@ -180,7 +183,7 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 	var rows *sql.Rows
 	if len(words) > 0 {
 		rows, err = tx.QueryContext(ctx, "SELECT "+nodeCols+", "+textCols+
-			" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value CROSS JOIN node_text t ON t.nid = n.nid ORDER BY j.key",
+			" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = CAST(j.value AS BIGINT) CROSS JOIN node_text t ON t.nid = n.nid ORDER BY CAST(j.key AS BIGINT)",
 			nidList(hits))
 	} else {
 		rows, err = tx.QueryContext(ctx, "SELECT "+nodeCols+" FROM nodes n WHERE n.sid = ?"+f.where+
@@ -225,10 +228,10 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 }
 
 // compileRanking is how a compile's query ranks the nodes of scope that
-// match it, from the index, in the compile's snapshot: every matching
+// match it, from the index (PostgreSQL's when pg), in the compile's snapshot: every matching
 // node's score and reasons, by ref. nil for a query without words
 // (nothing is scored).
-func compileRanking(ctx context.Context, q queryer, scope, query string) (admission.Ranking, error) {
+func compileRanking(ctx context.Context, q queryer, pg bool, scope, query string) (admission.Ranking, error) {
 	words := queryWords(query)
 	if len(words) == 0 {
 		return nil, nil
@@ -244,12 +247,12 @@ func compileRanking(ctx context.Context, q queryer, scope, query string) (admiss
 	}
 	// Every match is ranked (rankAll): a compile decides every node
 	// anyway, and a score shown for each must be the exact one.
-	hits, err := rankAll(ctx, q, sid, words, nodeFilter{}, -1)
+	hits, err := rankAll(ctx, q, pg, sid, words, nodeFilter{}, -1)
 	if err != nil || len(hits) == 0 {
 		return out, err
 	}
 	rows, err := q.QueryContext(ctx, "SELECT n.kind, n.id, "+textCols+
-		" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value CROSS JOIN node_text t ON t.nid = n.nid ORDER BY j.key",
+		" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = CAST(j.value AS BIGINT) CROSS JOIN node_text t ON t.nid = n.nid ORDER BY CAST(j.key AS BIGINT)",
 		nidList(hits))
 	if err != nil {
 		return nil, err

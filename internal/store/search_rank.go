@@ -141,8 +141,9 @@ func queryWords(q string) []string {
 
 // wordCounts counts, for each word, the nodes of scope sid that hold it,
 // stopping at commonWord: a count below it is exact, commonWord means
-// "common". A count costs a tenth of a microsecond a node, no scoring.
-func wordCounts(ctx context.Context, q queryer, sid int64, words []string) ([]int, error) {
+// "common". A count costs a tenth of a microsecond a node, no scoring. pg
+// says the index is PostgreSQL's (search_pg.go), here and below.
+func wordCounts(ctx context.Context, q queryer, pg bool, sid int64, words []string) ([]int, error) {
 	if len(words) == 0 {
 		return nil, nil
 	}
@@ -154,9 +155,13 @@ func wordCounts(ctx context.Context, q queryer, sid int64, words []string) ([]in
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE node_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT " +
-			strconv.Itoa(commonWord) + "))")
-		args = append(args, matchWords([]string{w}), lo, hi)
+		if pg {
+			b.WriteString(pgCountWordSQL())
+		} else {
+			b.WriteString("(SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE node_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT " +
+				strconv.Itoa(commonWord) + "))")
+		}
+		args = append(args, ftsMatch(pg, matchWords([]string{w})), lo, hi)
 	}
 	counts := make([]int, len(words))
 	dst := make([]any, len(words))
@@ -174,7 +179,7 @@ func wordCounts(ctx context.Context, q queryer, sid int64, words []string) ([]in
 // to the older node (lower nid), at most limit of them. counts are
 // wordCounts of words. Its cost is bounded as the comment above says. It is
 // the lexical ranking every search path shares.
-func lexicalSearch(ctx context.Context, q queryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
+func lexicalSearch(ctx context.Context, q queryer, pg bool, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
 	total, common := 0, false
 	for _, c := range counts {
 		total += c
@@ -184,16 +189,20 @@ func lexicalSearch(ctx context.Context, q queryer, sid int64, words []string, co
 		return nil, nil
 	}
 	if !common && total <= rankBudget {
-		return rankAll(ctx, q, sid, words, f, limit)
+		return rankAll(ctx, q, pg, sid, words, f, limit)
 	}
-	return rankPruned(ctx, q, sid, words, counts, f, limit)
+	return rankPruned(ctx, q, pg, sid, words, counts, f, limit)
 }
 
 // rankAll scores every node of scope sid holding any of words: the exact
 // ranking, at most limit nodes (all of them for limit < 0).
-func rankAll(ctx context.Context, q queryer, sid int64, words []string, f nodeFilter, limit int) ([]hit, error) {
+func rankAll(ctx context.Context, q queryer, pg bool, sid int64, words []string, f nodeFilter, limit int) ([]hit, error) {
 	lo, hi := scopeRows(sid)
 	var sqlq string
+	if pg {
+		args := append([]any{pgMatch(matchWords(words)), lo, hi}, f.args...)
+		return scanHits(ctx, q, pgRankSQL(f.where)+" ORDER BY r, f.rowid LIMIT ?", append(args, pgLimit(limit))...)
+	}
 	if f.where == "" {
 		sqlq = "SELECT rowid, " + bm25Expr + " AS r FROM node_fts WHERE node_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY r, rowid LIMIT ?"
 	} else {
@@ -210,7 +219,7 @@ var nidMask = strconv.FormatInt(1<<nidBits-1, 10)
 
 // rankPruned ranks a query holding common words or matching more than
 // rankBudget nodes, as the comment above says.
-func rankPruned(ctx context.Context, q queryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
+func rankPruned(ctx context.Context, q queryer, pg bool, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
 	order := make([]int, len(words))
 	for i := range order {
 		order[i] = i
@@ -247,8 +256,11 @@ func rankPruned(ctx context.Context, q queryer, sid int64, words []string, count
 			matches = append(matches, "("+matchWords(rare)+") AND ("+matchWords(common)+")")
 		}
 		for _, match := range matches {
-			hits, err := scanHits(ctx, q, "SELECT f.rowid, "+bm25Expr+" FROM node_fts f"+join+
-				" WHERE node_fts MATCH ? AND f.rowid BETWEEN ? AND ?"+where, append([]any{match, lo, hi}, f.args...)...)
+			sqlq := "SELECT f.rowid, " + bm25Expr + " FROM node_fts f" + join + " WHERE node_fts MATCH ? AND f.rowid BETWEEN ? AND ?" + where
+			if pg {
+				sqlq = pgRankSQL(where)
+			}
+			hits, err := scanHits(ctx, q, sqlq, append([]any{ftsMatch(pg, match), lo, hi}, f.args...)...)
 			if err != nil {
 				return nil, err
 			}
@@ -265,7 +277,10 @@ func rankPruned(ctx context.Context, q queryer, sid int64, words []string, count
 		if where != "" {
 			sqlq += " WHERE 1" + where
 		}
-		recent, err := scanHits(ctx, q, sqlq, append([]any{matchWords(words), lo, hi}, f.args...)...)
+		if pg {
+			sqlq = pgRecentSQL(where)
+		}
+		recent, err := scanHits(ctx, q, sqlq, append([]any{ftsMatch(pg, matchWords(words)), lo, hi}, f.args...)...)
 		if err != nil {
 			return nil, err
 		}

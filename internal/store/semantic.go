@@ -280,7 +280,7 @@ func (db *DB) rerank(ctx context.Context, sid int64, nids []int64, model string,
 	// checked again here, where the nodes are read, all the same.
 	args := append([]any{string(append(keys, ']')), sid, model, len(qv)}, fargs...)
 	rows, err := db.rdb.QueryContext(ctx, `SELECT v.nid, v.vec FROM json_each(?) j
-		CROSS JOIN node_vectors v ON v.nid = j.value
+		CROSS JOIN node_vectors v ON v.nid = CAST(j.value AS BIGINT)
 		CROSS JOIN nodes n ON n.nid = v.nid
 		WHERE n.sid = ? AND v.model = ? AND v.dims = ? AND v.version = n.version`+where, args...)
 	if err != nil {
@@ -313,7 +313,7 @@ func (db *DB) nodesByNID(ctx context.Context, scope string, hits []semanticHit) 
 	for _, h := range hits {
 		keys = appendKey(keys, h.nid)
 	}
-	rows, err := db.rdb.QueryContext(ctx, "SELECT "+nodeCols+" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value", string(append(keys, ']')))
+	rows, err := db.rdb.QueryContext(ctx, "SELECT "+nodeCols+" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = CAST(j.value AS BIGINT)", string(append(keys, ']')))
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -5,6 +5,8 @@ package store
 // single write connection while it is free (preparing during a
 // transaction would wait for a second connection that never comes); a
 // statement left out still runs, prepared for its transaction alone.
+// The search index's statements differ by engine: SQLite's are
+// sqliteSearchStatements (PostgreSQL's run prepared by pgx's own cache).
 func writeStatements() []string {
 	qs := []string{
 		qMetaValue,
@@ -28,7 +30,6 @@ func writeStatements() []string {
 		qKBDeleteTerms,
 		qKBDeleteFTS,
 		qKBUpdateTerms,
-		qKBUpdateFTS,
 		qKBScopeEntries,
 		qKBClearTerms,
 		qKBClearFTS,
@@ -66,7 +67,6 @@ func writeStatements() []string {
 		qRedactRecord,
 		qInsertRedaction,
 		qPurgeIdemRecord,
-		qIndexNodeText,
 		qSessionByID,
 		qLedgerHashForHead,
 		qReflogNext,
@@ -90,4 +90,10 @@ func writeStatements() []string {
 		qs = append(qs, m.full)
 	}
 	return qs
+}
+
+// sqliteSearchStatements are the writer's statements on SQLite's FTS5
+// tables that PostgreSQL's search tables have no columns for.
+func sqliteSearchStatements() []string {
+	return []string{qIndexNodeText, qKBUpdateFTS, kbFTSRows.full}
 }

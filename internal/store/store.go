@@ -319,7 +319,7 @@ func (db *DB) Open(ctx context.Context) error {
 		return err
 	}
 	db.stmts = map[string]*sql.Stmt{}
-	for _, q := range writeStatements() {
+	for _, q := range append(writeStatements(), sqliteSearchStatements()...) {
 		st, err := db.wdb.PrepareContext(ctx, q)
 		if err != nil {
 			db.wdb.Close()

@@ -115,7 +115,7 @@ func (db *DB) loadVocabulary(ctx context.Context) *vocabSnap {
 	// The seq is read before the terms: a write committed in between makes
 	// the copy look older than it is, never newer.
 	seq := db.lastSeq.Load()
-	s, err := readVocabulary(ctx, db.rdb, db.nodeKinds())
+	s, err := readVocabulary(ctx, db.rdb, db.pg != nil, db.nodeKinds())
 	if err != nil {
 		db.log.Warn("reading the search vocabulary for misspelt words", "err", err)
 		c.mu.Lock()
@@ -135,14 +135,18 @@ func (db *DB) loadVocabulary(ctx context.Context) *vocabSnap {
 // or more (shorter words are never corrected), without digits (a number
 // one digit off is another number), and not a node kind: every node holds
 // its kind, so "nots" taken for "note" would match every note.
-func readVocabulary(ctx context.Context, q *sql.DB, kinds []string) (*vocabSnap, error) {
+func readVocabulary(ctx context.Context, q *sql.DB, pg bool, kinds []string) (*vocabSnap, error) {
 	skip := map[string]bool{}
 	for _, k := range kinds {
 		for _, t := range recall.Tokens(k) {
 			skip[t] = true
 		}
 	}
-	rows, err := q.QueryContext(ctx, "SELECT term, doc FROM node_fts_vocab")
+	vocab := "SELECT term, doc FROM node_fts_vocab"
+	if pg {
+		vocab = pgVocabulary
+	}
+	rows, err := q.QueryContext(ctx, vocab)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +299,7 @@ func (db *DB) rankWithTypos(ctx context.Context, q queryer, sid int64, words []s
 				cands = append(cands, c.term)
 			}
 		}
-		cc, err := wordCounts(ctx, q, sid, cands)
+		cc, err := wordCounts(ctx, q, db.pg != nil, sid, cands)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -320,7 +324,7 @@ func (db *DB) rankWithTypos(ctx context.Context, q queryer, sid int64, words []s
 			ranked, rankedCounts = append(ranked, near...), append(rankedCounts, nc...)
 		}
 	}
-	hits, err := lexicalSearch(ctx, q, sid, ranked, rankedCounts, f, limit)
+	hits, err := lexicalSearch(ctx, q, db.pg != nil, sid, ranked, rankedCounts, f, limit)
 	if err != nil || len(hits) >= limit || len(held) == 0 {
 		return hits, typos, err
 	}
@@ -341,7 +345,7 @@ func (db *DB) rankWithTypos(ctx context.Context, q queryer, sid int64, words []s
 	if len(extra) == 0 {
 		return hits, typos, nil
 	}
-	more, err := lexicalSearch(ctx, q, sid, extra, extraCounts, f, limit)
+	more, err := lexicalSearch(ctx, q, db.pg != nil, sid, extra, extraCounts, f, limit)
 	if err != nil {
 		return nil, nil, err
 	}

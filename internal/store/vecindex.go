@@ -423,7 +423,8 @@ func readIndex(ctx context.Context, tx *sql.Tx, sid int64, model string, dims in
 		}
 	}
 	idx := newBinaryIndex(dims, m)
-	if err := read(-1, idx.upsert); err != nil {
+	// Every row: the largest LIMIT both engines take (PostgreSQL refuses -1).
+	if err := read(math.MaxInt64, idx.upsert); err != nil {
 		return nil, fmt.Errorf("build semantic index: %w", err)
 	}
 	idx.built = idx.len()

@@ -106,6 +106,8 @@ func (c *embedCandidate) current(model string) bool {
 // The worker's queries join node_vectors through node_vectors_state, which
 // holds every column they read: SQLite would otherwise look rows up by
 // rowid and read each node's 1.5 KB vector to compare two integers.
+// PostgreSQL takes no such hint (vectorsJoin leaves it out); its planner
+// chooses from the same indexes.
 const candidateCols = "n.nid, n.sid, n.version, n.kind, n.id, n.title, n.summary, v.model, v.version, v.text_hash"
 
 func scanCandidates(rows *sql.Rows) ([]embedCandidate, error) {
@@ -133,6 +135,9 @@ func (db *DB) withReadConn(ctx context.Context, fn func(*sql.Conn) error) error 
 	}
 	defer c.Close()
 	err = fn(c)
+	if db.pg != nil {
+		return err // the server keeps its own cache
+	}
 	if _, serr := c.ExecContext(context.WithoutCancel(ctx), "PRAGMA shrink_memory"); err == nil && serr != nil {
 		err = mapErr(serr)
 	}
@@ -142,14 +147,14 @@ func (db *DB) withReadConn(ctx context.Context, fn func(*sql.Conn) error) error 
 // changedNodes returns the nodes named by memory events with after < seq
 // <= upto, as they are now, with their stored vectors. A node written
 // several times comes once.
-func changedNodes(ctx context.Context, q queryer, after, upto int64) ([]embedCandidate, error) {
+func changedNodes(ctx context.Context, q queryer, pg bool, after, upto int64) ([]embedCandidate, error) {
 	rows, err := q.QueryContext(ctx, `WITH ev AS (
 			SELECT DISTINCT project, json_extract(refs, '$.ref') AS ref FROM events
 			WHERE seq > ? AND seq <= ? AND type IN ('memory.node', 'memory.lifecycle'))
 		SELECT `+candidateCols+` FROM ev
 		JOIN scopes s ON s.name = ev.project
 		JOIN nodes n ON n.sid = s.sid AND n.kind = substr(ev.ref, 1, instr(ev.ref, ':') - 1) AND n.id = substr(ev.ref, instr(ev.ref, ':') + 1)
-		LEFT JOIN node_vectors v INDEXED BY node_vectors_state ON v.nid = n.nid`, after, upto)
+		`+vectorsJoin(pg), after, upto)
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +175,8 @@ func changedNodes(ctx context.Context, q queryer, after, upto int64) ([]embedCan
 
 // staleNodes returns up to limit nodes after nid whose vector is missing,
 // of another model or of an older version, in nid order.
-func staleNodes(ctx context.Context, q queryer, model string, after int64, limit int) ([]embedCandidate, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+candidateCols+` FROM nodes n LEFT JOIN node_vectors v INDEXED BY node_vectors_state ON v.nid = n.nid
+func staleNodes(ctx context.Context, q queryer, pg bool, model string, after int64, limit int) ([]embedCandidate, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+candidateCols+` FROM nodes n `+vectorsJoin(pg)+`
 		WHERE n.nid > ? AND (v.nid IS NULL OR v.model <> ? OR v.version <> n.version) ORDER BY n.nid LIMIT ?`, after, model, limit)
 	if err != nil {
 		return nil, err
@@ -180,11 +185,19 @@ func staleNodes(ctx context.Context, q queryer, model string, after int64, limit
 }
 
 // countStale counts the nodes staleNodes would find.
-func countStale(ctx context.Context, q queryer, model string) (int64, error) {
+func countStale(ctx context.Context, q queryer, pg bool, model string) (int64, error) {
 	var n int64
-	err := q.QueryRowContext(ctx, `SELECT count(*) FROM nodes n LEFT JOIN node_vectors v INDEXED BY node_vectors_state ON v.nid = n.nid
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM nodes n `+vectorsJoin(pg)+`
 		WHERE v.nid IS NULL OR v.model <> ? OR v.version <> n.version`, model).Scan(&n)
 	return n, err
+}
+
+// vectorsJoin joins a node n to its stored vector v (none: NULLs).
+func vectorsJoin(pg bool) string {
+	if pg {
+		return "LEFT JOIN node_vectors v ON v.nid = n.nid"
+	}
+	return "LEFT JOIN node_vectors v INDEXED BY node_vectors_state ON v.nid = n.nid"
 }
 
 // nodeVector is a vector to store.

@@ -374,8 +374,9 @@ LANGUAGE sql IMMUTABLE AS $$
                 ELSE doc::jsonb #>> string_to_array(substr(path, 3), '.') END
 $$;
 
-CREATE FUNCTION instr(s text, sub text) RETURNS bigint
-LANGUAGE sql IMMUTABLE AS $$ SELECT strpos(s, sub)::bigint $$;
+-- An integer, as substr() takes its positions (a bigint finds no substr).
+CREATE FUNCTION instr(s text, sub text) RETURNS integer
+LANGUAGE sql IMMUTABLE AS $$ SELECT strpos(s, sub) $$;
 
 CREATE FUNCTION kura_concat_step(acc text, v text, sep text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
