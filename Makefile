@@ -9,7 +9,7 @@ FUZZTIME ?= 30s
 FUZZTIME_CI ?= 2000x
 
 .PHONY: all run build test check vet fmt-check cross smoke-cross dist install fuzz fuzz-ci bench bench-quick reliability soak clean \
-	test-clients test-python test-typescript kurad-test console-screenshots
+	test-postgres test-clients test-python test-typescript kurad-test console-screenshots
 
 all: build
 
@@ -22,11 +22,13 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kurad ./cmd/kurad
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kura ./cmd/kura
 
-## test: vet, the race-enabled test suite, the Python and TypeScript clients'
-## suites, every fuzz target briefly, and the Raspberry Pi cross builds
-## smoke-tested under qemu-user
+## test: vet, the race-enabled test suite, the API suite again on PostgreSQL,
+## the Python and TypeScript clients' suites, every fuzz target briefly, and
+## the Raspberry Pi cross builds smoke-tested under qemu-user. PostgreSQL
+## (the Debian package's initdb and pg_ctl) is required, not skipped.
 test: vet
-	$(GO) test -race -timeout 20m ./...
+	KURA_REQUIRE_POSTGRES=1 $(GO) test -race -timeout 20m ./...
+	$(MAKE) test-postgres
 	$(MAKE) test-clients
 	$(MAKE) fuzz-ci
 	$(MAKE) smoke-cross
@@ -39,6 +41,11 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+## test-postgres: the whole API suite against the PostgreSQL store (a
+## server started by the tests in a temp dir; a database per test)
+test-postgres:
+	KURA_TEST_STORE=postgres KURA_REQUIRE_POSTGRES=1 $(GO) test -race -timeout 20m ./internal/api/
 
 ## kurad-test: the kurad binary the client suites start (port 0, temp data
 ## dir) and the kura CLI they export sessions with. Built as the Go tests

@@ -203,6 +203,47 @@ func TestScaleOut_TwoKuradsOneDatabase(t *testing.T) {
 		}
 	}
 
+	// 20 idempotency races: the same key and body on both at once write
+	// one ledger (a ledger is not deduplicated: without the key each
+	// would be a new one); both answer with it.
+	for i := range 20 {
+		body := fmt.Sprintf(`{"label":"idem-%d","record_ids":["%s"]}`, i, rec["id"])
+		var ids [2]string
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for j, d := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest("POST", d.BaseURL()+"/v1/ledgers", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", fmt.Sprintf("race-%d", i))
+				<-start
+				r, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer r.Body.Close()
+				var rec struct{ ID string }
+				if json.NewDecoder(r.Body).Decode(&rec) != nil || r.StatusCode/100 != 2 {
+					t.Errorf("idempotent write %d on node %d: %d", i, j, r.StatusCode)
+				}
+				ids[j] = rec.ID
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if ids[0] == "" || ids[0] != ids[1] {
+			t.Fatalf("idempotency race %d: answers name %q and %q, want one ledger", i, ids[0], ids[1])
+		}
+	}
+
+	// The last writes land on a alone, so b learns of them only from the
+	// database (its poller), not from a write of its own.
+	for i := range 3 {
+		mustCall(t, p.a, "POST", "/v1/records", fmt.Sprintf(`{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"last on a %d"}}`, i), 201)
+	}
 	// Both feeds list every event in order with no gap, the same count;
 	// a subscriber on each node hears every event exactly once.
 	last := feed(t, p.a)
@@ -210,6 +251,18 @@ func TestScaleOut_TwoKuradsOneDatabase(t *testing.T) {
 		t.Fatalf("feed on b ends at %d, on a at %d", lb, last)
 	}
 	waitHeard(t, last, onA, onB)
+	// Both serve the one log: each checkpoint comes to the whole feed
+	// (the same size and root), whichever kurad wrote the events.
+	var notes [2]string
+	for i, d := range nodes {
+		testwait.For(t, testwait.Default, "the checkpoint of "+d.BaseURL()+" covers every event", func() bool {
+			notes[i] = checkpointBody(t, d)
+			return strings.Split(notes[i], "\n")[1] == fmt.Sprint(last)
+		})
+	}
+	if a, b := strings.Split(notes[0], "\n")[2], strings.Split(notes[1], "\n")[2]; a != b {
+		t.Fatalf("roots differ at size %d: %s on a, %s on b", last, a, b)
+	}
 	// One more event, written on b, as a barrier: once it is heard,
 	// nothing published before it can still arrive a second time.
 	mustCall(t, p.b, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"barrier"}}`, 201)
@@ -372,4 +425,19 @@ func getJSON(t *testing.T, url string, v any) {
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkpointBody is d's current signed checkpoint: origin, size, root, ...
+func checkpointBody(t *testing.T, d *kuradtest.Daemon) string {
+	t.Helper()
+	r, err := http.Get(d.BaseURL() + "/v1/log/checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if r.StatusCode != 200 || strings.Count(string(b), "\n") < 3 {
+		t.Fatalf("checkpoint of %s: %d %q", d.BaseURL(), r.StatusCode, b)
+	}
+	return string(b)
 }

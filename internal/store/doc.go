@@ -1,4 +1,6 @@
-// Package store keeps Kura's state in one SQLite file: embedded migrations,
+// Package store keeps Kura's state in one SQLite file, or in PostgreSQL
+// (Config.DatabaseURL, pg.go: the same statements and rules, a write lock
+// several kurads share): embedded migrations,
 // one writer goroutine that groups concurrent writes into one transaction
 // (group commit), a read-only connection pool, and the event log written in
 // the same transaction as every mutation.
@@ -9,8 +11,9 @@
 // composition of one small interface per noun (records, ledgers,
 // sessions and turns, memory nodes and relations, knowledge bases,
 // events, backups and health), each declared by the consumer that needs it.
-// A second store (PostgreSQL, a later issue) implements those per-noun
-// interfaces and nothing else; it must keep what this one guarantees:
+// Another store would implement those per-noun interfaces and nothing
+// else (PostgreSQL did not need one: it runs this store's code through its
+// own driver and schema); it must keep what this one guarantees:
 //
 //   - a write is acknowledged only after its transaction commits, and the
 //     events it produced are published only after that commit (the

@@ -20,6 +20,13 @@ const eventScanWindow = 20000
 // ListEvents answers the catch-up feed: committed events with seq > After,
 // oldest first.
 func (db *DB) ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error) {
+	if db.pg != nil {
+		// Other instances commit too: the feed reads to the database's
+		// newest event, not to the last this one heard of.
+		if err := db.pgCatchUpSeq(ctx); err != nil {
+			return nil, err
+		}
+	}
 	last := db.LastEventSeq()
 	page := &kura.EventPage{LastSeq: last, NextAfter: f.After, Events: []kura.Event{}}
 	if f.After >= last {

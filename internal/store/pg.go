@@ -192,7 +192,12 @@ func (db *DB) pgLockWrites(ctx context.Context, tx *sql.Tx) error {
 			return fmt.Errorf("write lock: %w", err)
 		}
 		if size != db.logs.size {
+			// Another instance appended leaves: this one's tree, and the
+			// head its checkpoints and proofs serve, move to them.
 			if err := db.loadFrontier(ctx, tx, size); err != nil {
+				return err
+			}
+			if err := db.publishHead(ctx); err != nil {
 				return err
 			}
 		}
@@ -243,6 +248,18 @@ func (db *DB) advanceSeq(ctx context.Context, q queryer, seq int64) {
 	}
 }
 
+// pgCatchUpSeq moves LastEventSeq to the newest event committed by any
+// instance. Commits take the write lock in seq order, so every event up to
+// the newest committed one is committed: the feed never shows a gap.
+func (db *DB) pgCatchUpSeq(ctx context.Context) error {
+	var seq sql.NullInt64
+	if err := db.rdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err != nil {
+		return mapErr(err)
+	}
+	db.advanceSeq(ctx, db.rdb, seq.Int64)
+	return nil
+}
+
 // pollRemoteCommits wakes this instance's readers (the feed, followers)
 // for events other instances commit.
 func (db *DB) pollRemoteCommits() {
@@ -257,8 +274,14 @@ func (db *DB) pollRemoteCommits() {
 		}
 		ctx, cancel := context.WithTimeout(db.bg, 5*time.Second)
 		var seq sql.NullInt64
-		if err := db.rdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err == nil {
+		if err := db.rdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err == nil && seq.Int64 > db.lastSeq.Load() {
 			db.advanceSeq(ctx, db.rdb, seq.Int64)
+			// An empty write takes the write lock, which brings the log's
+			// tree (and the checkpoints and proofs this instance serves)
+			// up to what the others committed.
+			if err := db.Update(ctx, func(*Tx) error { return nil }); err != nil && !kura.IsCode(err, kura.EUnavailable) {
+				db.log.Warn("catching up with other instances' log", "err", err)
+			}
 		}
 		cancel()
 	}
