@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -233,7 +234,7 @@ func (b *bench) startBackend(ctx context.Context, be backend, name string) (*fle
 		return nil, err
 	}
 	// One key for every kurad on the database: they sign the same log.
-	key := filepath.Join(b.tmp, "pg-"+name+".key")
+	key := filepath.Join(b.tmp, fmt.Sprintf("pg%d-%s.key", be.kurads, name))
 	_ = os.Remove(key)
 	if _, err := keys.LoadOrCreate(key); err != nil {
 		return nil, fmt.Errorf("signing key: %w", err)
@@ -244,7 +245,7 @@ func (b *bench) startBackend(ctx context.Context, be backend, name string) (*fle
 	}
 	f := &fleet{pg: s.postmaster}
 	for i := range be.kurads {
-		dir := filepath.Join(b.tmp, fmt.Sprintf("data-pg-%s-%c", name, 'a'+i))
+		dir := filepath.Join(b.tmp, fmt.Sprintf("data-pg%d-%s-%c", be.kurads, name, 'a'+i))
 		if err := os.RemoveAll(dir); err != nil {
 			b.stopFleet(f, &PhaseResult{})
 			return nil, err
@@ -319,19 +320,20 @@ func (b *bench) pgLatencyPhase(ctx context.Context) (*PhaseResult, error) {
 	c := ctxSize{name: "pg_latency", nodes: b.cfg.ctxSmallN, rels: b.cfg.ctxSmallN / 2, reqs: 2 * b.cfg.ctxSmallK}
 	searches := b.cfg.memSearchN / 3
 	res := &PhaseResult{
-		Title: fmt.Sprintf("POST /v1/scopes/{scope}/context/compile and GET .../memory/search?mode=lexical&q=, %s nodes and %s relations, SQLite and PostgreSQL",
+		Title: fmt.Sprintf("POST /v1/scopes/{scope}/context/compile (and /preview), GET .../memory/search?mode=lexical&q=, %s nodes and %s relations, SQLite and PostgreSQL",
 			thousands(float64(c.nodes)), thousands(float64(c.rels))),
 		Metric:    "ms",
-		LatencyOf: "one compile or search request, one client (per store under ops; median and p50/p99 over PostgreSQL's)",
+		LatencyOf: "one compile, preview or search request, one client (per store under ops; median and p50/p99 over PostgreSQL's compiles and searches)",
 		DataDir:   "a fresh data dir (SQLite) and a fresh database (PostgreSQL), each built through the store, then one kurad on each",
 		Params: map[string]any{
-			"nodes": c.nodes, "relations": c.rels, "compiles": c.reqs, "searches": searches,
+			"nodes": c.nodes, "relations": c.rels, "compiles": c.reqs, "previews": c.reqs, "searches": searches,
 			"compile_request": fmt.Sprintf(`{"query": 1-2 vocabulary words, "budget_bytes": %d}`, contextBudget),
 			"search_request":  "q = 1-3 distinct vocabulary words, mode=lexical, default limit 100",
 		},
 	}
 	var pgLat []time.Duration
 	var pgCPU []*CPU
+	var phaseErr error
 	for _, be := range []backend{sqliteBackend, pgOne} {
 		store := "sqlite"
 		if be.pg {
@@ -342,19 +344,23 @@ func (b *bench) pgLatencyPhase(ctx context.Context) (*PhaseResult, error) {
 			pgLat, pgCPU = lat, cpus
 		}
 		if err != nil {
-			res.summarizeOps(pgLat, sumCPU(pgCPU...))
-			return res, err
+			phaseErr = errors.Join(phaseErr, err)
+			// A failed compile leaves the searches measured; anything
+			// else ends the phase.
+			if len(lat) == 0 {
+				break
+			}
 		}
 	}
 	res.summarizeOps(pgLat, sumCPU(pgCPU...))
-	for _, op := range []string{"compile", "search"} {
+	for _, op := range pgLatencyOps {
 		s, p := res.Ops[op+"_sqlite"], res.Ops[op+"_pg"]
 		if s.P50ms > 0 && s.P99ms > 0 {
 			res.Params[op+"_p50_ratio_pg_to_sqlite"] = round(p.P50ms / s.P50ms)
 			res.Params[op+"_p99_ratio_pg_to_sqlite"] = round(p.P99ms / s.P99ms)
 		}
 	}
-	return res, res.runErrors()
+	return res, errors.Join(phaseErr, res.runErrors())
 }
 
 // latencyOn builds the scope on be, starts a kurad on it and times the
@@ -392,7 +398,7 @@ func (b *bench) latencyOn(ctx context.Context, res *PhaseResult, c ctxSize, sear
 
 	// The same seeds on both stores: the same requests in the same order.
 	r := rand.New(rand.NewPCG(53, uint64(c.nodes)))
-	compileURL := k.base + "/v1/scopes/" + contextScope + "/context/compile"
+	base := k.base + "/v1/scopes/" + contextScope + "/context/"
 	searchURL := func(q string) string {
 		return k.base + "/v1/scopes/" + contextScope + "/memory/search?mode=lexical&q=" + url.QueryEscape(q)
 	}
@@ -400,10 +406,29 @@ func (b *bench) latencyOn(ctx context.Context, res *PhaseResult, c ctxSize, sear
 		b, _ := json.Marshal(admission.Request{Query: distinctWords(r, 1+r.IntN(2)), BudgetBytes: contextBudget})
 		return b
 	}
+	// Untimed: one compile checked in full, then a warm-up of previews and
+	// searches. A compile that fails is the phase's error, but the searches
+	// (and previews, the same read without the stored bundle) are still
+	// measured.
+	var compileErr error
+	st, rb, err := b.do(ctx, http.MethodPost, base+"compile", body())
+	switch {
+	case err != nil:
+		compileErr = fmt.Errorf("first compile on %s: %w", store, err)
+	case st != http.StatusOK:
+		compileErr = httpError("POST context/compile (first, on "+store+")", st, rb)
+	default:
+		if _, err := checkBundle(rb, true, c.nodes); err != nil {
+			compileErr = fmt.Errorf("first compile on %s: %w", store, err)
+		}
+	}
+	if compileErr != nil {
+		compileErr = fmt.Errorf("%w\nkurad log tail (%s):\n%s", compileErr, k.logPath, tail(k.logPath, 600))
+	}
 	warm := max(10, c.reqs/10)
 	if l, err := b.latencyLoop(ctx, k, warm, func(i int) (string, string, []byte) {
 		if i%2 == 0 {
-			return http.MethodPost, compileURL, body()
+			return http.MethodPost, base + "preview", body()
 		}
 		return http.MethodGet, searchURL(distinctWords(r, 1+i%3)), nil
 	}, nil); warmErr(l, err) != nil {
@@ -419,17 +444,21 @@ func (b *bench) latencyOn(ctx context.Context, res *PhaseResult, c ctxSize, sear
 	}
 	var all []time.Duration
 	var cpus []*CPU
-	for _, op := range []string{"compile", "search"} {
+	for _, op := range pgLatencyOps {
 		var l *loop
 		var err error
-		if op == "compile" {
+		switch op {
+		case "compile", "preview":
+			if op == "compile" && compileErr != nil {
+				continue
+			}
 			l, err = b.latencyLoop(ctx, k, len(bodies), func(i int) (string, string, []byte) {
-				return http.MethodPost, compileURL, bodies[i]
+				return http.MethodPost, base + op, bodies[i]
 			}, func(_ int, rb []byte) error {
-				_, err := checkBundle(rb, true, c.nodes)
+				_, err := checkBundle(rb, op == "compile", c.nodes)
 				return err
 			})
-		} else {
+		default:
 			l, err = b.latencyLoop(ctx, k, len(qs), func(i int) (string, string, []byte) {
 				return http.MethodGet, searchURL(qs[i]), nil
 			}, func(i int, rb []byte) error {
@@ -440,7 +469,9 @@ func (b *bench) latencyOn(ctx context.Context, res *PhaseResult, c ctxSize, sear
 		if l != nil {
 			run := l.run(op + "_" + store)
 			res.Runs = append(res.Runs, run)
-			all = append(all, l.lat...)
+			if op != "preview" {
+				all = append(all, l.lat...)
+			}
 			cpus = append(cpus, l.cpu)
 			b.logf("%s on %s: %d requests p50 %.2f ms p99 %.2f ms errors %d%s", op, store, len(l.lat), run.P50ms, run.P99ms, l.errs, cpuLine(l.cpu))
 		}
@@ -448,8 +479,11 @@ func (b *bench) latencyOn(ctx context.Context, res *PhaseResult, c ctxSize, sear
 			return all, cpus, fmt.Errorf("%s on %s: %w", op, store, err)
 		}
 	}
-	return all, cpus, nil
+	return all, cpus, compileErr
 }
+
+// pgLatencyOps are what pg_latency times on each store.
+var pgLatencyOps = []string{"compile", "preview", "search"}
 
 // cpuLine is a run's CPU shares for -v progress lines.
 func cpuLine(c *CPU) string {
@@ -515,7 +549,7 @@ func printPG(w io.Writer, rep *Report) {
 		case "pg_two_kurads":
 			lines = append(lines, fmt.Sprintf("  %s\t%s rows/s%s\tp50 %.2f / p99 %.2f ms\t%s", name, thousands(r.Median), ratio(r, "pg_single_record"), r.P50ms, r.P99ms, cpu(r.CPU)))
 		case "pg_latency":
-			for _, op := range []string{"compile", "search"} {
+			for _, op := range pgLatencyOps {
 				s, p := r.Ops[op+"_sqlite"], r.Ops[op+"_pg"]
 				line := fmt.Sprintf("  %s\t%s p50 / p99 ms: sqlite %.2f / %.2f, postgres %.2f / %.2f", name, op, s.P50ms, s.P99ms, p.P50ms, p.P99ms)
 				if s.P99ms > 0 {
