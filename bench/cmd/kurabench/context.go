@@ -73,7 +73,7 @@ func (b *bench) contextPhase(ctx context.Context, c ctxSize) (*PhaseResult, erro
 		},
 	}
 	dir := filepath.Join(b.tmp, "data-"+c.name)
-	build, err := b.buildContext(ctx, dir, c)
+	build, err := b.buildContext(ctx, dir, "", c)
 	res.Params["build"] = build
 	if err != nil {
 		return res, err
@@ -169,9 +169,13 @@ func (b *bench) contextPhase(ctx context.Context, c ctxSize) (*PhaseResult, erro
 // buildContext writes the phase's scope through the store: nodes in
 // batches, then relations from 32 concurrent writers (kurad's writer
 // groups them into shared transactions; there is no batch relation write).
-func (b *bench) buildContext(ctx context.Context, dir string, c ctxSize) (map[string]any, error) {
+// A url keeps the data in that PostgreSQL database instead of dir.
+func (b *bench) buildContext(ctx context.Context, dir, url string, c ctxSize) (map[string]any, error) {
 	build := map[string]any{"synchronous": buildSync}
-	db, err := openBuildStore(ctx, dir)
+	if url != "" {
+		build = map[string]any{"store": "postgresql"}
+	}
+	db, err := openBuildStoreAt(ctx, dir, url)
 	if err != nil {
 		return build, err
 	}
@@ -238,7 +242,11 @@ func (b *bench) buildContext(ctx context.Context, dir string, c ctxSize) (map[st
 	if err := closeBuildStore(ctx, db); err != nil {
 		return build, err
 	}
-	build["db_bytes"] = dbBytes(dir)
+	if url == "" {
+		build["db_bytes"] = dbBytes(dir)
+	} else if n, err := pgDatabaseBytes(ctx, url); err == nil {
+		build["db_bytes"] = n
+	}
 	b.logf("built %s: %s", dir, fmtBuild(build))
 	return build, nil
 }

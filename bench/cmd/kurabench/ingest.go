@@ -69,13 +69,13 @@ func (b *bench) post(ctx context.Context, url string, body []byte, keep bool) (i
 }
 
 // singlePhase: 64 keep-alive clients, each POSTing one record at a time for
-// a fixed duration.
-func (b *bench) singlePhase(ctx context.Context) (*PhaseResult, error) {
+// a fixed duration, to the kurads of be (split evenly across them).
+func (b *bench) singlePhase(ctx context.Context, be backend) (*PhaseResult, error) {
 	res := &PhaseResult{
-		Title:     fmt.Sprintf("POST /v1/records, %d clients", b.cfg.clients),
+		Title:     fmt.Sprintf("POST /v1/records, %d clients%s", b.cfg.clients, be.title()),
 		Metric:    "rows/s",
 		LatencyOf: "request",
-		DataDir:   "fresh kurad and data dir per run (holding only the warm-up's records)",
+		DataDir:   be.dataDir("holding only the warm-up's records"),
 		Params: map[string]any{
 			"clients":        b.cfg.clients,
 			"run_seconds":    b.cfg.singleDur.Seconds(),
@@ -83,8 +83,9 @@ func (b *bench) singlePhase(ctx context.Context) (*PhaseResult, error) {
 			"keep_alive":     true,
 		},
 	}
+	be.params(res)
 	for run := range b.cfg.runs {
-		r, err := b.singleRun(ctx, run, res)
+		r, err := b.singleRun(ctx, run, res, be)
 		if err != nil {
 			return res, err
 		}
@@ -94,34 +95,34 @@ func (b *bench) singlePhase(ctx context.Context) (*PhaseResult, error) {
 	return res, res.runErrors()
 }
 
-// singleRun measures one window on a kurad of its own: every run starts
+// singleRun measures one window on kurads of its own: every run starts
 // from an empty database, as every raw run starts from an empty file, so
 // the ratio compares like with like.
-func (b *bench) singleRun(ctx context.Context, run int, res *PhaseResult) (Run, error) {
-	k, err := b.startKurad(ctx, fmt.Sprintf("single-%d", run))
+func (b *bench) singleRun(ctx context.Context, run int, res *PhaseResult, be backend) (Run, error) {
+	f, err := b.startBackend(ctx, be, fmt.Sprintf("single-%d", run))
 	if err != nil {
 		return Run{}, err
 	}
-	defer b.stopKurad(k, res)
+	defer b.stopFleet(f, res)
 	if run == 0 {
-		if err := b.checkRecordShape(ctx, k); err != nil {
+		if err := b.checkRecordShape(ctx, f.kurads); err != nil {
 			return Run{}, err
 		}
 	}
 	// Warm-up: open all 64 connections and let kurad settle before the
 	// clock runs; not recorded.
-	b.singleWindow(ctx, k, fmt.Sprintf("w%d", run), b.cfg.warmup)
-	if err := k.alive(); err != nil {
+	b.singleWindow(ctx, f.kurads, fmt.Sprintf("w%d", run), b.cfg.warmup)
+	if err := f.alive(); err != nil {
 		return Run{}, err
 	}
-	counters0 := b.serverCounters(ctx, k)
+	counters0 := b.fleetCounters(ctx, f)
 	dials0 := b.dials.Load()
-	cpu := startCPU(k.pid())
-	t, elapsed := b.singleWindow(ctx, k, fmt.Sprintf("s%d", run), b.cfg.singleDur)
+	cpu := f.meter()
+	t, elapsed := b.singleWindow(ctx, f.kurads, fmt.Sprintf("s%d", run), b.cfg.singleDur)
 	c := cpu.stop()
 	dials := b.dials.Load() - dials0
 	r := Run{
-		ServerCounters: counterDelta(counters0, b.serverCounters(ctx, k)),
+		ServerCounters: counterDelta(counters0, b.fleetCounters(ctx, f)),
 		Rows:           t.ok, Requests: len(t.lat), Errors: t.errs + t.dedup, Seconds: round(elapsed.Seconds()),
 		RowsPerSec: round(float64(t.ok) / elapsed.Seconds()),
 		P50ms:      round(percentile(t.lat, 0.50)), P99ms: round(percentile(t.lat, 0.99)),
@@ -130,7 +131,7 @@ func (b *bench) singleRun(ctx context.Context, run int, res *PhaseResult) (Run, 
 	if t.dedup > 0 {
 		r.FirstError = fmt.Sprintf("%d answers were 200 deduplicated for unique content; %s", t.dedup, r.FirstError)
 	}
-	b.logf("run %d: %.0f rows/s p50 %.2f ms p99 %.2f ms errors %d, %d connections opened", run+1, r.RowsPerSec, r.P50ms, r.P99ms, r.Errors, dials)
+	b.logf("run %d: %.0f rows/s p50 %.2f ms p99 %.2f ms errors %d, %d connections opened%s", run+1, r.RowsPerSec, r.P50ms, r.P99ms, r.Errors, dials, cpuLine(c))
 	if dials > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("run %d opened %d TCP connections after the warm-up: keep-alive did not hold for every client (kurad closed connections?)", run+1, dials))
 	}
@@ -138,9 +139,9 @@ func (b *bench) singleRun(ctx context.Context, run int, res *PhaseResult) (Run, 
 }
 
 // singleWindow runs the clients for d and returns what they counted and
-// the wall time until the last one finished.
-func (b *bench) singleWindow(ctx context.Context, k *kuradProc, tag string, d time.Duration) (*tally, time.Duration) {
-	url := k.base + "/v1/records"
+// the wall time until the last one finished. Client c talks to
+// kurads[c % len(kurads)].
+func (b *bench) singleWindow(ctx context.Context, kurads []*kuradProc, tag string, d time.Duration) (*tally, time.Duration) {
 	t := &tally{}
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -150,6 +151,7 @@ func (b *bench) singleWindow(ctx context.Context, k *kuradProc, tag string, d ti
 	maxPerClient := int(d.Seconds()*20_000) + 1
 	for c := range b.cfg.clients {
 		wg.Add(1)
+		url := kurads[c%len(kurads)].base + "/v1/records"
 		go func() {
 			defer wg.Done()
 			stream := fmt.Sprintf("%s-c%d", tag, c)
@@ -198,9 +200,12 @@ func (b *bench) singleWindow(ctx context.Context, k *kuradProc, tag string, d ti
 	return t, time.Since(start)
 }
 
-// checkRecordShape sends one record and checks the answer is the record API.md
-// promises, so the timed loop can count statuses without decoding bodies.
-func (b *bench) checkRecordShape(ctx context.Context, k *kuradProc) error {
+// checkRecordShape sends one record to the first kurad and checks the
+// answer is the record API.md promises, so the timed loop can count
+// statuses without decoding bodies; then the same record to every kurad
+// (kurads sharing a database must each answer it as already written).
+func (b *bench) checkRecordShape(ctx context.Context, kurads []*kuradProc) error {
+	k := kurads[0]
 	body := b.appendRecordInput(nil, "shape", 0)
 	st, rb, err := b.post(ctx, k.base+"/v1/records", body, true)
 	if err != nil {
@@ -218,33 +223,37 @@ func (b *bench) checkRecordShape(ctx context.Context, k *kuradProc) error {
 	}
 	// Posting the same record again must deduplicate; if it did not, the
 	// unique-content precaution above would be hiding a bug, so say so.
-	st, rb, err = b.post(ctx, k.base+"/v1/records", body, true)
-	if err != nil {
-		return fmt.Errorf("POST /v1/records (repeat): %w", err)
-	}
-	var again kura.Record
-	if st != http.StatusOK || json.Unmarshal(rb, &again) != nil || !again.Deduplicated || again.ID != r.ID {
-		return httpError("POST /v1/records (same record again; want 200 deduplicated with the first id)", st, rb)
+	for i, k := range kurads {
+		st, rb, err = b.post(ctx, k.base+"/v1/records", body, true)
+		if err != nil {
+			return fmt.Errorf("POST /v1/records (repeat to kurad %d): %w", i+1, err)
+		}
+		var again kura.Record
+		if st != http.StatusOK || json.Unmarshal(rb, &again) != nil || !again.Deduplicated || again.ID != r.ID {
+			return httpError(fmt.Sprintf("POST /v1/records (same record again to kurad %d of %d; want 200 deduplicated with the first id)", i+1, len(kurads)), st, rb)
+		}
 	}
 	return nil
 }
 
-// batchPhase: a few clients, each POSTing 1,000 records per request.
-func (b *bench) batchPhase(ctx context.Context) (*PhaseResult, error) {
+// batchPhase: a few clients, each POSTing 1,000 records per request, to
+// the one kurad of be.
+func (b *bench) batchPhase(ctx context.Context, be backend) (*PhaseResult, error) {
 	const perReq = kura.MaxBatchRecords
 	res := &PhaseResult{
-		Title:     fmt.Sprintf("POST /v1/records/batch ×%d, %d clients", perReq, b.cfg.batchCli),
+		Title:     fmt.Sprintf("POST /v1/records/batch ×%d, %d clients%s", perReq, b.cfg.batchCli, be.title()),
 		Metric:    "rows/s",
 		LatencyOf: "request (1,000 records)",
-		DataDir:   "fresh kurad and data dir per run (holding only the 1,000 warm-up records)",
+		DataDir:   be.dataDir("holding only the 1,000 warm-up records"),
 		Params: map[string]any{
 			"clients":          b.cfg.batchCli,
 			"records_per_req":  perReq,
 			"requests_per_run": b.cfg.batchReqs,
 		},
 	}
+	be.params(res)
 	for run := range b.cfg.runs {
-		r, err := b.batchRun(ctx, run, res)
+		r, err := b.batchRun(ctx, run, res, be)
 		if err != nil {
 			return res, err
 		}
@@ -255,13 +264,17 @@ func (b *bench) batchPhase(ctx context.Context) (*PhaseResult, error) {
 }
 
 // batchRun measures one run on a kurad of its own (see singleRun).
-func (b *bench) batchRun(ctx context.Context, run int, res *PhaseResult) (Run, error) {
+func (b *bench) batchRun(ctx context.Context, run int, res *PhaseResult, be backend) (Run, error) {
 	const perReq = kura.MaxBatchRecords
-	k, err := b.startKurad(ctx, fmt.Sprintf("batch-%d", run))
+	if be.kurads != 1 {
+		return Run{}, fmt.Errorf("batch runs talk to one kurad, not %d", be.kurads)
+	}
+	f, err := b.startBackend(ctx, be, fmt.Sprintf("batch-%d", run))
 	if err != nil {
 		return Run{}, err
 	}
-	defer b.stopKurad(k, res)
+	defer b.stopFleet(f, res)
+	k := f.kurads[0]
 	// One untimed request checks the answer's shape and warms kurad up.
 	if _, err := b.ingestBatch(ctx, k, fmt.Sprintf("bw%d", run), perReq, 1); err != nil {
 		return Run{}, err
@@ -274,7 +287,7 @@ func (b *bench) batchRun(ctx context.Context, run int, res *PhaseResult) (Run, e
 		bodies[i] = b.batchBody(stream, i*perReq, perReq)
 	}
 	counters0 := b.serverCounters(ctx, k)
-	cpu := startCPU(k.pid())
+	cpu := f.meter()
 	t, elapsed := b.batchWindow(ctx, k, bodies)
 	c := cpu.stop()
 	r := Run{
@@ -284,7 +297,7 @@ func (b *bench) batchRun(ctx context.Context, run int, res *PhaseResult) (Run, e
 		P50ms:      round(percentile(t.lat, 0.50)), P99ms: round(percentile(t.lat, 0.99)),
 		CPU: c, Statuses: t.statuses, FirstError: t.firstErr,
 	}
-	b.logf("run %d: %.0f rows/s p50 %.2f ms p99 %.2f ms errors %d", run+1, r.RowsPerSec, r.P50ms, r.P99ms, r.Errors)
+	b.logf("run %d: %.0f rows/s p50 %.2f ms p99 %.2f ms errors %d%s", run+1, r.RowsPerSec, r.P50ms, r.P99ms, r.Errors, cpuLine(c))
 	return r, nil
 }
 

@@ -70,6 +70,9 @@ type kuradProc struct {
 	logPath string
 	base    string // http://host:port
 	nats    string
+	// pg is the postmaster of the PostgreSQL server kurad stores in (0:
+	// SQLite); its meter counts that server's CPU too.
+	pg      int
 	exited  chan struct{}
 	waitErr error
 }
@@ -103,12 +106,18 @@ func (b *bench) startKuradDir(ctx context.Context, dataDir, logPath string, extr
 // set them, pointing at an endpoint the bench runs (embedder.go).
 var embedderEnv = []string{"KURA_EMBEDDER_URL", "KURA_EMBEDDER_MODEL", "KURA_EMBEDDER_TOKEN"}
 
-// kuradEnv is the bench's environment without embedderEnv, plus env.
+// storeEnv choose where kurad keeps its data and with which key; they are
+// not inherited either, or a shell with KURA_DATABASE_URL set would run
+// every SQLite phase on PostgreSQL. The PostgreSQL phases set them (pg.go).
+var storeEnv = []string{"KURA_DATABASE_URL", "KURA_KEY_FILE", "KURA_NATS_ROUTES", "KURA_NATS_CLUSTER_ADDR"}
+
+// kuradEnv is the bench's environment without embedderEnv and storeEnv,
+// plus env.
 func kuradEnv(env []string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(embedderEnv, name) {
+		if !slices.Contains(embedderEnv, name) && !slices.Contains(storeEnv, name) {
 			out = append(out, kv)
 		}
 	}
@@ -158,6 +167,9 @@ func (b *bench) startKuradEnv(ctx context.Context, dataDir, logPath string, env 
 }
 
 func (k *kuradProc) pid() int { return k.cmd.Process.Pid }
+
+// meter starts measuring the CPU of the bench, kurad and its PostgreSQL.
+func (k *kuradProc) meter() *cpuMeter { return startCPUOf(k.pg, k.pid()) }
 
 // waitReady polls for kurad.addr, then for GET /readyz = 200.
 func (k *kuradProc) waitReady(ctx context.Context, c *http.Client) error {

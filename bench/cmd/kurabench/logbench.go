@@ -47,13 +47,13 @@ func (b *bench) logOverheadPhase(ctx context.Context) (*PhaseResult, error) {
 	for run := range b.cfg.runs {
 		for _, mode := range []string{"off", "on"} {
 			b.kuradArgs = []string{"--log=" + mode}
-			r, err := b.singleRun(ctx, 100+run*2+len(mode), res)
+			r, err := b.singleRun(ctx, 100+run*2+len(mode), res, sqliteBackend)
 			if err != nil {
 				return res, err
 			}
 			r.Op = "single_" + mode
 			res.Runs = append(res.Runs, r)
-			r, err = b.batchRun(ctx, 100+run*2+len(mode), res)
+			r, err = b.batchRun(ctx, 100+run*2+len(mode), res, sqliteBackend)
 			if err != nil {
 				return res, err
 			}

@@ -33,6 +33,10 @@
 //	log_witness                    a kura witness following kurad at 1,000 writes/s: lag and catch-up
 //	search_hybrid_100k             hybrid search on the same, with a stand-in embedder (embedder.go), query embedding excluded
 //	resources                      binary size, start-to-ready, idle RSS and RSS under batch_1000's load (resources.go)
+//	pg_single_record               single_record against one kurad on PostgreSQL (pg.go), beside single_record
+//	pg_batch_1000                  batch_1000 against one kurad on PostgreSQL
+//	pg_two_kurads                  single_record's clients split over two kurads sharing one database
+//	pg_latency                     compile and lexical search on 10,000 nodes, SQLite and PostgreSQL
 //
 // Every kurad phase starts its own kurad on a fresh data directory, so no
 // phase measures a database grown by an earlier one. The memory and context
@@ -197,6 +201,10 @@ type bench struct {
 	kuradArgs []string
 	// kura is the kura binary (the witness), built on first use.
 	kura string
+	// pg is the PostgreSQL server of the pg_* phases (pg.go), started by
+	// the first of them and stopped when the run ends.
+	pg    *pgServer
+	pgErr error
 }
 
 // phase is one measured thing. run returns its result; an error means the
@@ -211,8 +219,8 @@ type phase struct {
 var phases = []phase{
 	{"raw_batch_100", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.rawPhase(ctx, 100) }},
 	{"raw_batch_1000", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.rawPhase(ctx, 1000) }},
-	{"single_record", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.singlePhase(ctx) }},
-	{"batch_1000", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.batchPhase(ctx) }},
+	{"single_record", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.singlePhase(ctx, sqliteBackend) }},
+	{"batch_1000", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.batchPhase(ctx, sqliteBackend) }},
 	{"hydrate_10k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.hydratePhase(ctx) }},
 	{"verify_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.verifyPhase(ctx) }},
 	{"turns", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.turnsPhase(ctx) }},
@@ -238,6 +246,18 @@ var phases = []phase{
 	{"log_checkpoint", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.logCheckpointPhase(ctx) }},
 	{"log_witness", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.logWitnessPhase(ctx) }},
 	{"resources", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.resourcesPhase(ctx) }},
+	{"pg_single_record", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.singlePhase(ctx, pgOne) })
+	}},
+	{"pg_batch_1000", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.batchPhase(ctx, pgOne) })
+	}},
+	{"pg_two_kurads", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.singlePhase(ctx, pgTwo) })
+	}},
+	{"pg_latency", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.pgLatencyPhase(ctx) })
+	}},
 }
 
 func main() {
@@ -282,6 +302,8 @@ func run(ctx context.Context, cfg *config) int {
 	b := &bench{cfg: cfg, root: root, tmp: tmp, nonce: hex.EncodeToString(nonce)}
 	b.client = newHTTPClient(cfg.reqTimeout, &b.dials)
 	defer b.client.CloseIdleConnections()
+	// Also on an error or an interrupt: the server is a process of its own.
+	defer b.stopPostgres()
 
 	selected := map[string]bool{}
 	for _, n := range strings.Split(cfg.only, ",") {

@@ -218,6 +218,13 @@ func (b *bench) memDone(name string) {
 // openBuildStore opens a data dir's store in this process with the key
 // kurad will load from the same place (<data-dir>/kurad.key, its default).
 func openBuildStore(ctx context.Context, dir string) (*store.DB, error) {
+	return openBuildStoreAt(ctx, dir, "")
+}
+
+// openBuildStoreAt is openBuildStore keeping the data in the PostgreSQL
+// database at url instead of <dir>/kura.db when url is not empty (the key
+// stays in dir, where kurad finds it).
+func openBuildStoreAt(ctx context.Context, dir, url string) (*store.DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -225,7 +232,7 @@ func openBuildStore(ctx context.Context, dir string) (*store.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := store.New(store.Config{Path: filepath.Join(dir, "kura.db"), Synchronous: buildSync, Signer: key})
+	db := store.New(store.Config{Path: filepath.Join(dir, "kura.db"), DatabaseURL: url, Synchronous: buildSync, Signer: key})
 	if err := db.Open(ctx); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}

@@ -64,7 +64,7 @@ type loop struct {
 // statuses are counted (50 in a row end it).
 func (b *bench) latencyLoop(ctx context.Context, k *kuradProc, n int, req func(i int) (string, string, []byte), check func(i int, body []byte) error) (*loop, error) {
 	l := &loop{statuses: map[int]int{}}
-	cpu := startCPU(k.pid())
+	cpu := k.meter()
 	t0 := time.Now()
 	consecutive := 0
 	for i := 0; i < n && ctx.Err() == nil; i++ {
@@ -167,15 +167,17 @@ func sumCPU(cs ...*CPU) *CPU {
 		t.WallSeconds += c.WallSeconds
 		t.BenchSeconds += c.BenchSeconds
 		t.KuradSeconds += c.KuradSeconds
+		t.PostgresSeconds += c.PostgresSeconds
 		busy += c.OtherShare * c.WallSeconds
 	}
 	if t.WallSeconds > 0 {
 		capacity := t.WallSeconds * float64(runtime.NumCPU())
 		t.BenchShare = round(t.BenchSeconds / capacity)
 		t.KuradShare = round(t.KuradSeconds / capacity)
+		t.PostgresShare = round(t.PostgresSeconds / capacity)
 		t.OtherShare = round(busy / t.WallSeconds)
 	}
-	t.WallSeconds, t.BenchSeconds, t.KuradSeconds = round(t.WallSeconds), round(t.BenchSeconds), round(t.KuradSeconds)
+	t.WallSeconds, t.BenchSeconds, t.KuradSeconds, t.PostgresSeconds = round(t.WallSeconds), round(t.BenchSeconds), round(t.KuradSeconds), round(t.PostgresSeconds)
 	return &t
 }
 
@@ -565,7 +567,7 @@ func (b *bench) memSearchPhase(ctx context.Context) (*PhaseResult, error) {
 		l, err := b.latencyLoop(ctx, k, len(qs), func(i int) (string, string, []byte) {
 			return http.MethodGet, searchURL(qs[i]), nil
 		}, func(i int, body []byte) error {
-			h, err := checkSearch(body, qs[i])
+			h, err := checkSearch(body, qs[i], ":s")
 			hits = append(hits, h)
 			return err
 		})
@@ -587,9 +589,10 @@ func (b *bench) memSearchPhase(ctx context.Context) (*PhaseResult, error) {
 	return res, res.runErrors()
 }
 
-// checkSearch checks the results are nodes of the search scope, at most
-// the default limit, best first, each with a positive score and a reason.
-func checkSearch(body []byte, q string) (int, error) {
+// checkSearch checks the results are nodes of the scope asked (their ids
+// hold idMark: ":s" for the search scope), at most the default limit, best
+// first, each with a positive score and a reason.
+func checkSearch(body []byte, q, idMark string) (int, error) {
 	var out struct {
 		Results []struct {
 			Ref     string              `json:"ref"`
@@ -605,7 +608,7 @@ func checkSearch(body []byte, q string) (int, error) {
 		return len(out.Results), fmt.Errorf("search %q: %d results, want 1..100", q, len(out.Results))
 	}
 	for i, x := range out.Results {
-		if !strings.Contains(x.Ref, ":s") || x.Score <= 0 || len(x.Reasons) == 0 || (i > 0 && x.Score > out.Results[i-1].Score) {
+		if !strings.Contains(x.Ref, idMark) || x.Score <= 0 || len(x.Reasons) == 0 || (i > 0 && x.Score > out.Results[i-1].Score) {
 			return len(out.Results), fmt.Errorf("search %q: result %d (%s, score %v, %d reasons) is not a scored hit in order", q, i, x.Ref, x.Score, len(x.Reasons))
 		}
 	}

@@ -189,6 +189,7 @@ func judge(b *bench) {
 		upper("single_record", "p99", fmt.Sprintf("p99 at %d clients", b.cfg.clients), r.P99ms, 25)
 	}
 	relative("batch_1000", "raw_batch_1000", 0.55)
+	judgePG(b, relative)
 	if r := b.result("hydrate_10k"); r != nil {
 		upper("hydrate_10k", "", fmt.Sprintf("median full hydrate of %d", b.cfg.hydrateN), r.Median, 60*float64(b.cfg.hydrateN)/10_000)
 	}
@@ -226,10 +227,10 @@ func printTable(w io.Writer, rep *Report) {
 		fmt.Fprint(w, "  (-quick: small sizes, targets only indicative)")
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "cpu = share of the whole machine over the timed part (bench = this load generator, kurad = the server, other = every other process)")
+	fmt.Fprintln(w, "cpu = share of the whole machine over the timed part (bench = this load generator, kurad = the server(s), pg = PostgreSQL in the pg_* phases, other = every other process)")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "phase\tmedian\t\tp50 ms\tp99 ms\truns\tcpu bench\tcpu kurad\tcpu other\ttarget\tresult")
+	fmt.Fprintln(tw, "phase\tmedian\t\tp50 ms\tp99 ms\truns\tcpu bench\tcpu kurad\tcpu pg\tcpu other\ttarget\tresult")
 	for _, r := range rep.Phases {
 		result := "-"
 		if r.Pass != nil {
@@ -239,7 +240,10 @@ func printTable(w io.Writer, rep *Report) {
 			result = "ERROR"
 		}
 		if len(r.Runs) == 0 {
-			fmt.Fprintf(tw, "%s\t\t\t\t\t\t\t\t\t\t%s\n", r.Name, result)
+			if r.Params["skipped"] == true {
+				result = "skipped"
+			}
+			fmt.Fprintf(tw, "%s\t\t\t\t\t\t\t\t\t\t\t%s\n", r.Name, result)
 			continue
 		}
 		median := thousands(r.Median)
@@ -261,8 +265,12 @@ func printTable(w io.Writer, rep *Report) {
 		if target == "" {
 			target = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%10s\t%s\t%8.2f\t%8.2f\t%4d\t%9s\t%9s\t%9s\t%s\t%s\n",
-			r.Name, median, r.Metric, r.P50ms, r.P99ms, len(r.Runs), pct(r.CPU.BenchShare), cpuK, pct(r.CPU.OtherShare), target, result)
+		cpuPG := "-"
+		if r.CPU.PostgresSeconds > 0 {
+			cpuPG = pct(r.CPU.PostgresShare)
+		}
+		fmt.Fprintf(tw, "%s\t%10s\t%s\t%8.2f\t%8.2f\t%4d\t%9s\t%9s\t%6s\t%9s\t%s\t%s\n",
+			r.Name, median, r.Metric, r.P50ms, r.P99ms, len(r.Runs), pct(r.CPU.BenchShare), cpuK, cpuPG, pct(r.CPU.OtherShare), target, result)
 	}
 	tw.Flush()
 
@@ -298,6 +306,7 @@ func printTable(w io.Writer, rep *Report) {
 	printResources(w, rep)
 	printRecall(w, rep)
 	printSpeed(w, rep)
+	printPG(w, rep)
 
 	for _, r := range rep.Phases {
 		if r.Error != "" || len(r.Notes) > 0 {

@@ -64,43 +64,63 @@ type CPU struct {
 	KuradSeconds float64 `json:"kurad_cpu_s"`
 	BenchShare   float64 `json:"bench_share"`
 	KuradShare   float64 `json:"kurad_share"`
-	// OtherShare is the machine's busy time (/proc/stat) less bench and
-	// kurad: anything else running skews every figure, and this shows it.
+	// OtherShare is the machine's busy time (/proc/stat) less bench,
+	// kurad and PostgreSQL: anything else running skews every figure, and
+	// this shows it.
 	OtherShare float64 `json:"other_share"`
+	// PostgresSeconds and PostgresShare are the PostgreSQL server's CPU
+	// (the postmaster and every backend) in the phases on PostgreSQL, where
+	// it shares the cores with the bench and kurad.
+	PostgresSeconds float64 `json:"postgres_cpu_s,omitempty"`
+	PostgresShare   float64 `json:"postgres_share,omitempty"`
 }
 
-// cpuMeter samples this process (getrusage) and, when pid > 0, kurad
-// (/proc/<pid>/stat utime+stime) at start and stop.
+// cpuMeter samples this process (getrusage), the kurads (/proc/<pid>/stat
+// utime+stime; pid 0 is none) and, when pg > 0, the PostgreSQL server whose
+// postmaster that is, at start and stop.
 type cpuMeter struct {
-	pid                int
-	start              time.Time
-	bench, kurad, busy time.Duration
+	pids                    []int
+	pg                      int
+	start                   time.Time
+	bench, kurad, pgs, busy time.Duration
 }
 
-func startCPU(pid int) *cpuMeter {
-	m := &cpuMeter{pid: pid}
+func startCPU(pid int) *cpuMeter { return startCPUOf(0, pid) }
+
+// startCPUOf meters several kurads (sharing one database) and the
+// PostgreSQL server with postmaster pg (0: none).
+func startCPUOf(pg int, pids ...int) *cpuMeter {
+	m := &cpuMeter{pids: pids, pg: pg}
 	m.bench = selfCPU()
-	m.kurad = procCPU(pid)
+	m.kurad = m.kurads()
+	m.pgs = postgresCPU(pg)
 	m.busy = machineBusy()
 	m.start = time.Now()
 	return m
 }
 
+func (m *cpuMeter) kurads() time.Duration {
+	var t time.Duration
+	for _, p := range m.pids {
+		t += procCPU(p)
+	}
+	return t
+}
+
 func (m *cpuMeter) stop() *CPU {
 	wall := time.Since(m.start).Seconds()
 	b := (selfCPU() - m.bench).Seconds()
-	k := 0.0
-	if m.pid > 0 {
-		k = (procCPU(m.pid) - m.kurad).Seconds()
-	}
+	k := (m.kurads() - m.kurad).Seconds()
+	pg := (postgresCPU(m.pg) - m.pgs).Seconds()
 	busy := (machineBusy() - m.busy).Seconds()
-	c := &CPU{WallSeconds: round(wall), BenchSeconds: round(b), KuradSeconds: round(k)}
+	c := &CPU{WallSeconds: round(wall), BenchSeconds: round(b), KuradSeconds: round(k), PostgresSeconds: round(pg)}
 	if wall > 0 {
 		capacity := wall * float64(runtime.NumCPU())
 		c.BenchShare = round(b / capacity)
 		c.KuradShare = round(k / capacity)
+		c.PostgresShare = round(pg / capacity)
 		// Tick granularity can make the difference slightly negative.
-		c.OtherShare = round(max(busy-b-k, 0) / capacity)
+		c.OtherShare = round(max(busy-b-k-pg, 0) / capacity)
 	}
 	return c
 }
@@ -142,12 +162,14 @@ func medianCPU(all []Run) CPU {
 		}
 	}
 	return CPU{
-		WallSeconds:  round(medianOf(runs, func(r Run) float64 { return r.CPU.WallSeconds })),
-		BenchSeconds: round(medianOf(runs, func(r Run) float64 { return r.CPU.BenchSeconds })),
-		KuradSeconds: round(medianOf(runs, func(r Run) float64 { return r.CPU.KuradSeconds })),
-		BenchShare:   round(medianOf(runs, func(r Run) float64 { return r.CPU.BenchShare })),
-		KuradShare:   round(medianOf(runs, func(r Run) float64 { return r.CPU.KuradShare })),
-		OtherShare:   round(medianOf(runs, func(r Run) float64 { return r.CPU.OtherShare })),
+		WallSeconds:     round(medianOf(runs, func(r Run) float64 { return r.CPU.WallSeconds })),
+		BenchSeconds:    round(medianOf(runs, func(r Run) float64 { return r.CPU.BenchSeconds })),
+		KuradSeconds:    round(medianOf(runs, func(r Run) float64 { return r.CPU.KuradSeconds })),
+		BenchShare:      round(medianOf(runs, func(r Run) float64 { return r.CPU.BenchShare })),
+		KuradShare:      round(medianOf(runs, func(r Run) float64 { return r.CPU.KuradShare })),
+		OtherShare:      round(medianOf(runs, func(r Run) float64 { return r.CPU.OtherShare })),
+		PostgresSeconds: round(medianOf(runs, func(r Run) float64 { return r.CPU.PostgresSeconds })),
+		PostgresShare:   round(medianOf(runs, func(r Run) float64 { return r.CPU.PostgresShare })),
 	}
 }
 
@@ -159,6 +181,53 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// postgresCPU is the CPU time of a PostgreSQL server: its postmaster's own
+// and that of the backends it has reaped (cutime+cstime), plus every live
+// backend's. A backend that exits between two readings moves from the live
+// sum into the reaped one, so differences stay exact.
+func postgresCPU(postmaster int) time.Duration {
+	if postmaster <= 0 {
+		return 0
+	}
+	f := procStat(postmaster)
+	if len(f) < 15 {
+		return 0
+	}
+	var t int64
+	for _, i := range []int{11, 12, 13, 14} {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		t += n
+	}
+	total := time.Duration(t) * time.Second / time.Duration(clockTicks)
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == postmaster {
+			continue
+		}
+		// Field 4 (index 1 after the name) is the parent.
+		if f := procStat(pid); len(f) > 1 && f[1] == strconv.Itoa(postmaster) {
+			total += procCPU(pid)
+		}
+	}
+	return total
+}
+
+// procStat returns the fields of /proc/<pid>/stat after the command name
+// (state first), or nil.
+func procStat(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
+}
+
 // procCPU reads utime+stime of pid from /proc. A vanished process reads as
 // 0; the caller sees a negative delta only if kurad died mid-phase, which
 // the phase reports as an error anyway.
@@ -166,18 +235,9 @@ func procCPU(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
 	// The command name (field 2) may contain spaces and parentheses; the
 	// fields after the last ')' are fixed: state is field 3, utime 14, stime 15.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
+	f := procStat(pid)
 	if len(f) < 13 {
 		return 0
 	}
