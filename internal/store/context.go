@@ -275,6 +275,9 @@ func (tx *Tx) storeBundle(b *admission.Bundle, body []byte) error {
 	if err != nil {
 		return err
 	}
+	if s, ok := stored.(string); ok && tx.db.pg != nil {
+		stored = []byte(s) // PostgreSQL keeps both forms in one BYTEA column
+	}
 	if _, err := tx.Exec(qInsertBundle, b.BundleID, b.Scope, b.Digest, b.AsOf, stored, tx.NowString()); err != nil {
 		return err
 	}

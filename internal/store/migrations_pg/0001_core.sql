@@ -244,7 +244,7 @@ CREATE TABLE context_bundles (
     scope      TEXT NOT NULL,
     digest     TEXT NOT NULL,
     as_of      TEXT NOT NULL,
-    body       TEXT NOT NULL,
+    body       BYTEA NOT NULL,           -- the answer, gzipped from 64 KiB (store/context.go)
     created_at TEXT NOT NULL
 );
 CREATE INDEX context_bundles_scope ON context_bundles (scope, created_at);
