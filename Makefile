@@ -42,10 +42,12 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-## test-postgres: the whole API suite against the PostgreSQL store (a
-## server started by the tests in a temp dir; a database per test)
+## test-postgres: the whole API suite, and every other suite that starts
+## kurads (CLI, Go client, MCP, daemon, examples), against the PostgreSQL
+## store (a server started by the tests in a temp dir; a database per test)
 test-postgres:
-	KURA_TEST_STORE=postgres KURA_REQUIRE_POSTGRES=1 $(GO) test -race -timeout 20m ./internal/api/
+	KURA_TEST_STORE=postgres KURA_REQUIRE_POSTGRES=1 $(GO) test -race -timeout 20m \
+		./internal/api/ ./cmd/... ./client/... ./internal/mcp/ ./internal/daemon/ ./examples/...
 
 ## kurad-test: the kurad binary the client suites start (port 0, temp data
 ## dir) and the kura CLI they export sessions with. Built as the Go tests

@@ -131,7 +131,7 @@ func TestE2E_BackupRestore(t *testing.T) {
 	t.Setenv("KURA_KEY_FILE", "")
 	t.Setenv("KURA_DATABASE_URL", "")
 	ctx := context.Background()
-	src := kuradtest.StartMain(t, kuradtest.Options{Configure: func(cfg *daemon.Config) { cfg.DatabaseURL = "" }})
+	src := kuradtest.StartMain(t, kuradtest.Options{Store: kuradtest.StoreSQLite})
 	keyFile := src.Config.KeyFile
 	c := client.New(src.BaseURL())
 	a := &acked{}
@@ -229,7 +229,7 @@ func TestE2E_BackupRestore(t *testing.T) {
 		t.Errorf("got last event seq %q, want %q in %q", got, want, out)
 	}
 
-	dst := kuradtest.StartMain(t, kuradtest.Options{Configure: func(cfg *daemon.Config) {
+	dst := kuradtest.StartMain(t, kuradtest.Options{Store: kuradtest.StoreSQLite, Configure: func(cfg *daemon.Config) {
 		cfg.DataDir = target
 		cfg.KeyFile = keyFile
 	}})

@@ -145,8 +145,7 @@ func TestE2E_BackupRestorePostgres(t *testing.T) {
 	})
 
 	t.Run("SQLiteBackupIsRefused", func(t *testing.T) {
-		lite := kuradtest.StartMain(t, kuradtest.Options{Configure: func(cfg *daemon.Config) {
-			cfg.DatabaseURL = ""
+		lite := kuradtest.StartMain(t, kuradtest.Options{Store: kuradtest.StoreSQLite, Configure: func(cfg *daemon.Config) {
 			cfg.KeyFile = keyFile
 		}})
 		bk, err := client.New(lite.BaseURL()).Backup(ctx, "")

@@ -22,7 +22,7 @@ func TestE2E_RestoreRefusedWhileKuradHoldsTheDir(t *testing.T) {
 	t.Setenv("KURA_KEY_FILE", "")
 	t.Setenv("KURA_BACKUP_DIR", "")
 	ctx := context.Background()
-	d := kuradtest.StartMain(t, kuradtest.Options{})
+	d := kuradtest.StartMain(t, kuradtest.Options{Store: kuradtest.StoreSQLite}) // a SQLite backup into its data dir
 	dir, keyFile := d.Config.DataDir, d.Config.KeyFile
 	c := client.New(d.BaseURL())
 	if _, err := c.PutRecord(ctx, client.RecordInput{Type: "agent.thought", AuthorID: "agent:bmo", Content: json.RawMessage(`"before"`)}); err != nil {

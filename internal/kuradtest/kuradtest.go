@@ -75,6 +75,9 @@ type Options struct {
 	Configure func(*daemon.Config)
 	LogOutput io.Writer // nil: discarded
 	Clock     *Clock    // nil: the wall clock
+	// Store pins the daemon to one store (a test of SQLite's files or of
+	// a SQLite backup); "" is the binary's store (KURA_TEST_STORE).
+	Store string
 }
 
 // Clock is a store clock a test moves instead of sleeping: it runs with
@@ -129,7 +132,11 @@ func StartMain(tb testing.TB, o Options) *Daemon {
 	if o.Configure != nil {
 		o.Configure(&cfg)
 	}
-	Stores[Store()](tb, &cfg)
+	store := o.Store
+	if store == "" {
+		store = Store()
+	}
+	Stores[store](tb, &cfg)
 	if err := cfg.Validate(); err != nil {
 		tb.Fatalf("kuradtest config: %v", err)
 	}
