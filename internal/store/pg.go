@@ -176,34 +176,57 @@ func (db *DB) migratePG(ctx context.Context) error {
 	return nil
 }
 
-// pgLockWrites takes the write lock in a group transaction and catches up
-// with what other instances committed since this one last wrote.
-func (db *DB) pgLockWrites(ctx context.Context, tx *sql.Tx) error {
+// pgLockWrites takes the write lock in a group transaction, catches up
+// with what other instances committed since this one last wrote, and
+// returns the newest event's seq: the batch numbers its events from there.
+func (db *DB) pgLockWrites(ctx context.Context, tx *sql.Tx) (int64, error) {
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(pgWriteLockKey)); err != nil {
-		return fmt.Errorf("write lock: %w", err)
+		return 0, fmt.Errorf("write lock: %w", err)
 	}
 	var seq sql.NullInt64
 	if err := tx.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err != nil {
-		return fmt.Errorf("write lock: %w", err)
+		return 0, fmt.Errorf("write lock: %w", err)
 	}
 	if !db.logs.off {
 		var size int64
 		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(leaf) + 1, 0) FROM log_hashes").Scan(&size); err != nil {
-			return fmt.Errorf("write lock: %w", err)
+			return 0, fmt.Errorf("write lock: %w", err)
 		}
 		if size != db.logs.size {
 			// Another instance appended leaves: this one's tree, and the
 			// head its checkpoints and proofs serve, move to them.
 			if err := db.loadFrontier(ctx, tx, size); err != nil {
-				return err
+				return 0, err
 			}
 			if err := db.publishHead(ctx); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
 	db.advanceSeq(ctx, tx, seq.Int64)
-	return nil
+	return seq.Int64, nil
+}
+
+// pgEventRows writes a batch's events, numbered in Go (Tx.seqs), many rows
+// a statement.
+var pgEventRows = newMultiRow("INSERT INTO events(seq, id, type, project, subject, refs, created_at, digest) VALUES ", 8, 200)
+
+// pgInsertEvents writes the events of a batch's successful jobs before it
+// commits: what SQLite's writer inserts one by one as the jobs run.
+func (db *DB) pgInsertEvents(ctx context.Context, tx *sql.Tx, bound map[string]*sql.Stmt, events []kura.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 8*len(events))
+	for i := range events {
+		e := &events[i]
+		stored := e.Digest
+		if e.Type == kura.EventRecordWritten {
+			stored = "" // the record's seal (qLeafEvents), as addEvent stores it
+		}
+		args = append(args, e.Seq, e.ID, e.Type, e.Project, e.Subject, string(refsJSON(e.Refs)), e.CreatedAt, stored)
+	}
+	return pgEventRows.exec(&Tx{db: db, tx: tx, ctx: ctx, bound: bound}, args)
 }
 
 // advanceSeq moves what this instance knows of the feed to seq, counting
