@@ -147,33 +147,10 @@ func (db *DB) migratePG(ctx context.Context) error {
 	if v > len(names) {
 		return fmt.Errorf("open store: database schema version %d is newer than this kurad supports (%d); refusing to open it", v, len(names))
 	}
-	for i, name := range names {
-		ver := i + 1
-		if ver <= v {
-			continue
-		}
-		body, err := pgMigrationFS.ReadFile(name)
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		tx, err := db.wdb.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("migrate %s: %w", name, err)
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", name, err)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES('pg_schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", strconv.Itoa(ver)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", name, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migrate %s: %w", name, err)
-		}
-		db.log.Info("migrated database", "engine", "postgres", "schema_version", ver)
-	}
-	return nil
+	return db.applyMigrations(ctx, pgMigrationFS, "migrations_pg/*.sql", v, func(tx *sql.Tx, ver int) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES('pg_schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", strconv.Itoa(ver))
+		return err
+	}, "engine", "postgres")
 }
 
 // pgLockWrites takes the write lock in a group transaction, catches up

@@ -399,17 +399,30 @@ func (db *DB) migrate(ctx context.Context) error {
 	if v > SchemaVersion {
 		return fmt.Errorf("migrate: database schema version %d is newer than this kurad supports (%d)", v, SchemaVersion)
 	}
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	return db.applyMigrations(ctx, migrationFS, "migrations/*.sql", v, func(tx *sql.Tx, ver int) error {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", strconv.Itoa(ver)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(ver))
+		return err
+	}, "file", filepath.Base(db.cfg.Path))
+}
+
+// applyMigrations runs the embedded migrations (glob, in name order) past
+// version from, each in a transaction of its own with stamp, which records
+// its version number there; logged with the attrs naming the database.
+func (db *DB) applyMigrations(ctx context.Context, fsys embed.FS, glob string, from int, stamp func(tx *sql.Tx, ver int) error, attrs ...any) error {
+	names, err := fs.Glob(fsys, glob)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	sort.Strings(names)
 	for i, name := range names {
 		ver := i + 1
-		if ver <= v {
+		if ver <= from {
 			continue
 		}
-		body, err := migrationFS.ReadFile(name)
+		body, err := fsys.ReadFile(name)
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
@@ -421,18 +434,14 @@ func (db *DB) migrate(ctx context.Context) error {
 			tx.Rollback()
 			return fmt.Errorf("migrate %s: %w", name, err)
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", strconv.Itoa(ver)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", name, err)
-		}
-		if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(ver)); err != nil {
+		if err := stamp(tx, ver); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate %s: %w", name, err)
 		}
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("migrate %s: %w", name, err)
 		}
-		db.log.Info("migrated database", "file", filepath.Base(db.cfg.Path), "schema_version", ver)
+		db.log.Info("migrated database", append(attrs, "schema_version", ver)...)
 	}
 	return nil
 }
