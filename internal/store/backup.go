@@ -300,37 +300,51 @@ func describeSnapshot(ctx context.Context, path string) (*kura.BackupManifest, e
 	if err := c.QueryRowContext(ctx, "PRAGMA user_version").Scan(&m.SchemaVersion); err != nil {
 		return nil, mapErr(fmt.Errorf("read snapshot: %w", err))
 	}
-	if err := c.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) FROM events").Scan(&m.LastEventSeq); err != nil {
-		return nil, mapErr(fmt.Errorf("read snapshot: %w", err))
+	if err := describeContents(ctx, c, m, "SELECT name FROM sqlite_schema WHERE type = 'table'"); err != nil {
+		return nil, err
 	}
-	if m.EventsCompactedThrough, err = metaInt(ctx, c, metaCompactedThrough); err != nil {
-		return nil, fmt.Errorf("read snapshot: %w", err)
+	return m, nil
+}
+
+// describeContents fills in what a manifest says a database holds (its
+// last event, how far its events were compacted, its rows by kind),
+// reading through q; tables lists the database's tables.
+func describeContents(ctx context.Context, q queryer, m *kura.BackupManifest, tables string) error {
+	if err := q.QueryRowContext(ctx, qMaxEventSeq).Scan(&m.LastEventSeq); err != nil {
+		return mapErr(fmt.Errorf("read snapshot: %w", err))
 	}
-	tables := map[string]bool{}
-	rows, err := c.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE type = 'table'")
+	var err error
+	if m.EventsCompactedThrough, err = metaInt(ctx, q, metaCompactedThrough); err != nil {
+		return fmt.Errorf("read snapshot: %w", err)
+	}
+	have := map[string]bool{}
+	rows, err := q.QueryContext(ctx, tables)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("read snapshot: %w", err))
+		return mapErr(fmt.Errorf("read snapshot: %w", err))
 	}
 	for rows.Next() {
 		var name string
 		if err := rows.Scan(&name); err != nil {
 			rows.Close()
-			return nil, mapErr(err)
+			return mapErr(err)
 		}
-		tables[name] = true
+		have[name] = true
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return mapErr(fmt.Errorf("read snapshot: %w", err))
+	}
 	for _, tc := range snapshotCounts {
-		if !tables[tc[1]] {
+		if !have[tc[1]] {
 			continue
 		}
 		var n int64
-		if err := c.QueryRowContext(ctx, "SELECT count(*) FROM "+tc[1]).Scan(&n); err != nil {
-			return nil, mapErr(fmt.Errorf("read snapshot: %w", err))
+		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+tc[1]).Scan(&n); err != nil {
+			return mapErr(fmt.Errorf("read snapshot: %w", err))
 		}
 		m.Counts[tc[0]] = n
 	}
-	return m, nil
+	return nil
 }
 
 // ManifestSigningMessage is what kurad signs for a backup: the SHA-256 of

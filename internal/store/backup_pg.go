@@ -208,38 +208,8 @@ func describePG(ctx context.Context, q queryer) (*kura.BackupManifest, error) {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
 	m.SchemaVersion = int(v)
-	if err := q.QueryRowContext(ctx, qMaxEventSeq).Scan(&m.LastEventSeq); err != nil {
-		return nil, mapErr(fmt.Errorf("read snapshot: %w", err))
-	}
-	if m.EventsCompactedThrough, err = metaInt(ctx, q, metaCompactedThrough); err != nil {
-		return nil, fmt.Errorf("read snapshot: %w", err)
-	}
-	tables := map[string]bool{}
-	rows, err := q.QueryContext(ctx, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("read snapshot: %w", err))
-	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return nil, mapErr(err)
-		}
-		tables[name] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(fmt.Errorf("read snapshot: %w", err))
-	}
-	for _, tc := range snapshotCounts {
-		if !tables[tc[1]] {
-			continue
-		}
-		var n int64
-		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+tc[1]).Scan(&n); err != nil {
-			return nil, mapErr(fmt.Errorf("read snapshot: %w", err))
-		}
-		m.Counts[tc[0]] = n
+	if err := describeContents(ctx, q, m, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
