@@ -91,9 +91,9 @@ type hearer struct {
 	seqs map[int64]int
 }
 
-func hear(t *testing.T, d *kuradtest.Daemon) *hearer {
+func hear(t *testing.T, natsAddr string) *hearer {
 	t.Helper()
-	nc, err := nats.Connect("nats://"+d.NATSAddr(), nats.NoReconnect())
+	nc, err := nats.Connect("nats://"+natsAddr, nats.NoReconnect())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func feed(t *testing.T, d *kuradtest.Daemon) int64 {
 
 func TestScaleOut_TwoKuradsOneDatabase(t *testing.T) {
 	p := startPair(t)
-	onA, onB := hear(t, p.a), hear(t, p.b)
+	onA, onB := hear(t, p.a.NATSAddr()), hear(t, p.b.NATSAddr())
 	// Every subscription, local or across the route, is in place on the
 	// node that publishes (either may lead the outbox).
 	for _, d := range []*kuradtest.Daemon{p.a, p.b} {
@@ -403,25 +403,7 @@ func TestScaleOut_OutboxLeaderKilledLosesNoEvent(t *testing.T) {
 		t.Fatal("both kurads lead the outbox")
 	}
 
-	nc, err := nats.Connect("nats://"+b.NATS, nats.NoReconnect())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	h := &hearer{seqs: map[int64]int{}}
-	if _, err := nc.Subscribe("oclaw.v1.>", func(m *nats.Msg) {
-		var p struct {
-			Seq int64 `json:"seq"`
-		}
-		if json.Unmarshal(m.Data, &p) == nil && p.Seq > 0 {
-			h.mu.Lock()
-			h.seqs[p.Seq]++
-			h.mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	nc.Flush()
+	h := hear(t, b.NATS)
 	write := func(n int) {
 		for i := range n {
 			r, err := http.Post(b.Base+"/v1/records", "application/json",
