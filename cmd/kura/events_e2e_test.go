@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +15,6 @@ import (
 	"github.com/kura-memory/kura/internal/kuradtest"
 	"github.com/kura-memory/kura/internal/testwait"
 )
-
-// syncBuffer is an output the test reads while a following command writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // putRecords writes n records of project through the client and returns
 // their ids in order.
@@ -112,7 +92,7 @@ func TestE2E_Events(t *testing.T) {
 
 // follower runs kura events --follow in-process until stop is called.
 type follower struct {
-	out, errOut syncBuffer
+	out, errOut kuradtest.SyncBuffer
 	cancel      context.CancelFunc
 	done        chan int
 }

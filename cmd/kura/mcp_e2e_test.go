@@ -39,7 +39,7 @@ func TestE2E_MCPStdio(t *testing.T) {
 
 	cmd := exec.Command(bin, "mcp")
 	cmd.Env = append(os.Environ(), "KURA_URL="+base, "KURA_TOKEN=")
-	var stderr syncBuffer
+	var stderr kuradtest.SyncBuffer
 	cmd.Stderr = &stderr
 	c := sdk.NewClient(&sdk.Implementation{Name: "kura-test", Version: "1"}, nil)
 	cs, err := c.Connect(t.Context(), &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)

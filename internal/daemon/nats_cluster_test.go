@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -250,29 +249,11 @@ func TestMain_NATSClusterUsersPermissions(t *testing.T) {
 	onA.heardOnce(t, "oclaw.v1.alpha.evt.record.written", back)
 }
 
-// syncBuffer is a log a kurad writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A kurad presenting the wrong route password is refused: no route, and
 // its subscribers never hear the other's events.
 func TestMain_NATSClusterWrongPasswordNotJoined(t *testing.T) {
 	t.Parallel()
-	logA := &syncBuffer{}
+	logA := &kuradtest.SyncBuffer{}
 	a := kuradtest.StartMain(t, kuradtest.Options{LogOutput: logA, Configure: func(c *daemon.Config) {
 		c.NATSClusterAddr = "127.0.0.1:0"
 		c.NATSClusterUser = "kura-route"
