@@ -424,7 +424,7 @@ func readIndex(ctx context.Context, tx *sql.Tx, sid int64, model string, dims in
 	}
 	idx := newBinaryIndex(dims, m)
 	// Every row: the largest LIMIT both engines take (PostgreSQL refuses -1).
-	if err := read(math.MaxInt64, idx.upsert); err != nil {
+	if err := read(math.MaxInt, idx.upsert); err != nil {
 		return nil, fmt.Errorf("build semantic index: %w", err)
 	}
 	idx.built = idx.len()
