@@ -210,7 +210,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	reg := newRegistry(m.store, dbPath, m.doorbell, m.bus)
 	srv := api.New(api.Config{
 		Version:       m.Version,
-		SchemaVersion: store.SchemaVersion,
+		SchemaVersion: schemaVersion(cfg),
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		RecordTypes:   vocab.Types(),
 		Logger:        m.Logger.With("component", "api"),
@@ -456,4 +456,13 @@ func mcpHandler(o api.MCPOptions) http.Handler {
 		Options:      mcp.Options{Version: o.Version, RecordTypes: o.RecordTypes, NodeKinds: o.NodeKinds},
 		MaxBodyBytes: o.MaxBodyBytes,
 	})
+}
+
+// schemaVersion is the schema /v1/info reports: the engine's own numbering
+// (SQLite's user_version, or PostgreSQL's meta pg_schema_version).
+func schemaVersion(cfg Config) int {
+	if cfg.DatabaseURL != "" {
+		return store.PGSchemaVersion
+	}
+	return store.SchemaVersion
 }
