@@ -169,6 +169,11 @@ func start(durable bool) error {
 	if err != nil {
 		return err
 	}
+	// Whose server this is: a test binary killed before its TestMain
+	// stopped it leaves it running, and the next start reaps it.
+	if err := os.WriteFile(filepath.Join(root, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return err
+	}
 	dir := filepath.Join(root, "data")
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
@@ -184,6 +189,7 @@ func start(durable bool) error {
 			return err
 		}
 	}
+	reapOrphans(bin)
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -225,4 +231,24 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// reapOrphans stops the servers of test binaries that died without
+// stopping them (a timeout, a kill) and removes their directories.
+func reapOrphans(bin string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "kura-pg-*"))
+	for _, root := range dirs {
+		b, err := os.ReadFile(filepath.Join(root, "owner.pid"))
+		if err != nil {
+			continue // another layout, or still being made: not ours to judge
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil || pid == os.Getpid() {
+			continue // its owner lives
+		}
+		cmd := exec.Command(filepath.Join(bin, "pg_ctl"), "stop", "-D", filepath.Join(root, "data"), "-m", "immediate", "-w")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: server.cred}
+		_ = cmd.Run()
+		os.RemoveAll(root)
+	}
 }
