@@ -110,16 +110,7 @@ func setupRestore(fs *flag.FlagSet) func(context.Context, *cli, []string) error 
 		}
 		keep = append(keep, backupDirEntry(dir)...)
 		rep, err := store.Restore(ctx, store.RestoreOptions{BackupDir: args[0], DataDir: dir, PublicKey: pub, Force: *force, Keep: keep})
-		if rep != nil {
-			if c.json {
-				if perr := c.printJSON(rep); perr != nil && err == nil {
-					err = perr
-				}
-			} else {
-				printRestore(c, rep, err == nil)
-			}
-		}
-		return err
+		return reportRestore(c, rep, err)
 	}
 }
 
@@ -144,15 +135,22 @@ func restoreDatabase(ctx context.Context, c *cli, backup, dbURL, dataDir, keyFil
 		return err
 	}
 	rep, err := store.Restore(ctx, store.RestoreOptions{BackupDir: backup, DatabaseURL: dbURL, PGRestore: pgRestore, PublicKey: pub})
-	if rep != nil {
-		if c.json {
-			if perr := c.printJSON(rep); perr != nil && err == nil {
-				err = perr
-			}
-		} else {
-			printRestore(c, rep, err == nil)
-		}
+	return reportRestore(c, rep, err)
+}
+
+// reportRestore prints a restore's report (when there is one) as JSON or
+// text and returns the restore's error, or the printing's.
+func reportRestore(c *cli, rep *kura.RestoreReport, err error) error {
+	if rep == nil {
+		return err
 	}
+	if c.json {
+		if perr := c.printJSON(rep); perr != nil && err == nil {
+			err = perr
+		}
+		return err
+	}
+	printRestore(c, rep, err == nil)
 	return err
 }
 
