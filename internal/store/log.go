@@ -638,7 +638,7 @@ func (db *DB) AcknowledgeLog(ctx context.Context, ack LogAcknowledgement) (strin
 	if ack.Origin == newOrigin {
 		newOrigin = nextOrigin(newOrigin)
 	}
-	err := db.writeUngated(ctx, nil, func(tx *Tx) error {
+	err := db.writeUngated(ctx, nil, false, func(tx *Tx) error {
 		refs := map[string]string{"origin": ack.Origin, "size": strconv.FormatInt(ack.Size, 10), "root": ack.Root,
 			"witness": ack.Witness, "new_origin": newOrigin}
 		if err := tx.addEvent(kura.EventLogAcknowledged, kura.LogProject, kura.EventSubject(kura.LogProject, kura.EventLogAcknowledged),

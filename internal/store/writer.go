@@ -18,6 +18,10 @@ type job struct {
 	idem *kura.Idempotency // the answer to keep, or nil
 	fn   func(*Tx) error
 	done chan error
+	// own marks the store's bookkeeping (Update): its commit does not tell
+	// /readyz that writes commit again, since a cursor moved in place
+	// needs no new page on a full disk while every client write fails.
+	own bool
 }
 
 // Tx is what a write job sees: the shared transaction, the job's clock
@@ -156,7 +160,7 @@ func refsJSON(refs map[string]string) []byte {
 // transaction has committed (or fn failed and was rolled back). A nil error
 // means the write is durable.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
-	return db.writeUngated(ctx, nil, fn)
+	return db.writeUngated(ctx, nil, true, fn)
 }
 
 // write is Update for a write its caller answers: opts say where the
@@ -166,11 +170,11 @@ func (db *DB) write(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) e
 	if err := db.writeGate(); err != nil {
 		return err
 	}
-	return db.writeUngated(ctx, opts, fn)
+	return db.writeUngated(ctx, opts, false, fn)
 }
 
-func (db *DB) writeUngated(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) error) error {
-	j := &job{ctx: ctx, idem: kura.ApplyWriteOptions(opts).Idempotency, fn: fn, done: make(chan error, 1)}
+func (db *DB) writeUngated(ctx context.Context, opts []kura.WriteOption, own bool, fn func(*Tx) error) error {
+	j := &job{ctx: ctx, idem: kura.ApplyWriteOptions(opts).Idempotency, fn: fn, done: make(chan error, 1), own: own}
 	db.mu.RLock()
 	if db.closed || db.jobs == nil {
 		db.mu.RUnlock()
@@ -393,13 +397,24 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 	return true
 }
 
+// committedClientWrite reports whether a write a caller asked for is among
+// the batch's successes.
+func committedClientWrite(batch []*job, results []error) bool {
+	for i, j := range batch {
+		if !j.own && results[i] == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // committed updates counters, answers the callers and hands the events to
 // the commit hooks, in that order: nobody hears of a write before it is
 // durable, and a caller that has its answer finds it counted.
 func (db *DB) committed(batch []*job, results []error, events []kura.Event, bs BatchStats) {
 	db.stats.Transactions.Add(1)
 	db.stats.Jobs.Add(int64(len(batch)))
-	if db.storageTrouble.Load() != nil {
+	if db.storageTrouble.Load() != nil && committedClientWrite(batch, results) {
 		db.storageTrouble.Store(nil)
 		db.log.Info("writes commit again")
 	}

@@ -1,0 +1,60 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// TestStore_StorageTroubleClearsOnAClientWrite fills the database to its
+// page limit and checks that the store's own bookkeeping (the doorbell's
+// cursor, moved in place) committing on the full disk does not report the
+// storage healthy while every client write still fails; a client write
+// that commits does.
+func TestStore_StorageTroubleClearsOnAClientWrite(t *testing.T) {
+	t.Parallel()
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	pages, err := db.PageCount(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetMaxPages(ctx, pages); err != nil {
+		t.Fatal(err)
+	}
+	big := json.RawMessage(`"` + strings.Repeat("x", 8000) + `"`)
+	var werr error
+	for i := 0; i < 100 && werr == nil; i++ {
+		_, werr = db.CreateRecord(ctx, &kura.RecordInput{Type: "agent.thought", AuthorID: "agent:full", Content: big})
+	}
+	if !kura.IsCode(werr, kura.EStorageFull) {
+		t.Fatalf("writes on a full database: %v, want %s", werr, kura.EStorageFull)
+	}
+	if db.StorageHealth() == "" {
+		t.Fatal("StorageHealth is empty after a write failed on a full database")
+	}
+	if err := db.SavePublishedSeq(ctx, 1); err != nil {
+		t.Fatalf("a bookkeeping update that needs no new page: %v", err)
+	}
+	if db.StorageHealth() == "" {
+		t.Error("a bookkeeping commit cleared StorageHealth while client writes still fail")
+	}
+	if _, err := db.CreateRecord(ctx, &kura.RecordInput{Type: "agent.thought", AuthorID: "agent:full", Content: big}); !kura.IsCode(err, kura.EStorageFull) {
+		t.Fatalf("a client write after the bookkeeping commit: %v, want %s", err, kura.EStorageFull)
+	}
+	if _, err := db.SetMaxPages(ctx, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if db.StorageHealth() == "" {
+		t.Error("raising the page limit (bookkeeping) cleared StorageHealth before any client write committed")
+	}
+	if _, err := db.CreateRecord(ctx, &kura.RecordInput{Type: "agent.thought", AuthorID: "agent:full", Content: big}); err != nil {
+		t.Fatalf("a client write with room again: %v", err)
+	}
+	if h := db.StorageHealth(); h != "" {
+		t.Errorf("StorageHealth after a client write committed: %q, want empty", h)
+	}
+}
