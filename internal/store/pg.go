@@ -274,13 +274,20 @@ func (db *DB) pollRemoteCommits() {
 		}
 		ctx, cancel := context.WithTimeout(db.bg, 5*time.Second)
 		var seq sql.NullInt64
-		if err := db.rdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err == nil && seq.Int64 > db.lastSeq.Load() {
-			db.advanceSeq(ctx, db.rdb, seq.Int64)
+		if err := db.rdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err == nil {
+			if seq.Int64 > db.lastSeq.Load() {
+				db.advanceSeq(ctx, db.rdb, seq.Int64)
+			}
 			// An empty write takes the write lock, which brings the log's
 			// tree (and the checkpoints and proofs this instance serves)
-			// up to what the others committed.
-			if err := db.Update(ctx, func(*Tx) error { return nil }); err != nil && !kura.IsCode(err, kura.EUnavailable) {
-				db.log.Warn("catching up with other instances' log", "err", err)
+			// up to what the others committed. It is asked for whenever
+			// the tree lags the feed, not only when this poll moved the
+			// feed: a reader of the feed (pgCatchUpSeq) may have moved it
+			// first, and the tree moves only under the lock.
+			if !db.logs.off && seq.Int64 > db.Log().Size {
+				if err := db.Update(ctx, func(*Tx) error { return nil }); err != nil && !kura.IsCode(err, kura.EUnavailable) {
+					db.log.Warn("catching up with other instances' log", "err", err)
+				}
 			}
 		}
 		cancel()
