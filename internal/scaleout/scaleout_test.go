@@ -286,6 +286,89 @@ func TestScaleOut_TwoKuradsOneDatabase(t *testing.T) {
 	}
 	bw.Wait()
 
+	// Record writes run before their batch takes the write lock. Both
+	// kurads write the same ten contents at once, as batches in opposite
+	// orders (the inserts wait for each other's rows, and PostgreSQL breaks
+	// the deadlock that makes) and as single records, some under an
+	// Idempotency-Key shared across the kurads: every write succeeds,
+	// every content is stored once, and the feeds below have no gap.
+	contents := make([]string, 10)
+	for k := range contents {
+		contents[k] = fmt.Sprintf(`{"type":"agent.thought","author_id":"agent:bmo","content":{"shared":%d}}`, k)
+	}
+	var rw sync.WaitGroup
+	var idsMu sync.Mutex
+	ids := map[string]map[string]bool{} // content hash → record ids answered
+	note := func(r map[string]any) {
+		idsMu.Lock()
+		defer idsMu.Unlock()
+		h, _ := r["hash"].(string)
+		if ids[h] == nil {
+			ids[h] = map[string]bool{}
+		}
+		ids[h][r["id"].(string)] = true
+	}
+	for i := range 40 {
+		rw.Add(1)
+		go func() {
+			defer rw.Done()
+			d := nodes[i%2]
+			k := i % 10
+			var path, body, key string
+			switch {
+			case i%4 < 2:
+				first, second := contents[k], contents[(k+1)%10]
+				if i%2 == 1 {
+					first, second = second, first
+				}
+				path, body = "/v1/records/batch", `{"records":[`+first+`,`+second+`]}`
+			default:
+				path, body = "/v1/records", contents[k]
+				if i%8 >= 6 {
+					key = fmt.Sprintf("shared-%d", k)
+				}
+			}
+			req, _ := http.NewRequest("POST", d.BaseURL()+path, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if key != "" {
+				req.Header.Set("Idempotency-Key", key)
+			}
+			r, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer r.Body.Close()
+			var out struct {
+				Records []map[string]any `json:"records"`
+			}
+			raw, _ := io.ReadAll(r.Body)
+			if r.StatusCode/100 != 2 {
+				t.Errorf("shared write %d (%s on node %d): %d %s", i, path, i%2, r.StatusCode, raw)
+				return
+			}
+			if path == "/v1/records" {
+				var one map[string]any
+				json.Unmarshal(raw, &one)
+				out.Records = append(out.Records, one)
+			} else {
+				json.Unmarshal(raw, &out)
+			}
+			for _, rec := range out.Records {
+				note(rec)
+			}
+		}()
+	}
+	rw.Wait()
+	if len(ids) != len(contents) {
+		t.Fatalf("the shared writes answered %d distinct hashes, want %d", len(ids), len(contents))
+	}
+	for h, set := range ids {
+		if len(set) != 1 {
+			t.Fatalf("content %s stored as %d records: %v", h, len(set), set)
+		}
+	}
+
 	// The last writes land on a alone, so b learns of them only from the
 	// database (its poller), not from a write of its own.
 	for i := range 3 {

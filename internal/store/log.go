@@ -378,20 +378,26 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event) er
 	}
 	for len(rows) > 0 {
 		k := min(len(rows), logChunk)
-		if k < logChunk {
-			k = 1
-		}
-		q := qLogInsertHash
-		if k == logChunk {
-			q = qLogInsertChunk
+		q := qLogInsertChunk
+		switch {
+		case k == logChunk:
+		case db.pg != nil:
+			// Each statement is a round trip to the server: the rest go
+			// in one (pgx keeps the text of each row count prepared).
+			q = qLogInsertHash + strings.Repeat(",(?, ?)", k-1)
+		default:
+			// In process, one prepared row at a time costs less than
+			// preparing a statement for this count.
+			k, q = 1, qLogInsertHash
 		}
 		st := db.stmts[q]
 		args := make([]any, 0, 2*k)
 		for _, row := range rows[:k] {
 			args = append(args, row.leaf, row.hashes)
 		}
-		if st == nil {
-			// Backfill runs before the writer's statements are prepared.
+		if st == nil || db.pg != nil {
+			// Backfill runs before the writer's statements are prepared;
+			// on PostgreSQL pgx's statement cache serves (Tx.stmt).
 			_, err = tx.ExecContext(ctx, q, args...)
 		} else {
 			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)

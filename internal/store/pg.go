@@ -20,10 +20,13 @@ import (
 // what only a shared server needs (doc.go, "The store line"):
 //
 //   - one write lock across every kurad on the database (a transaction
-//     advisory lock taken first in each group transaction): writes
+//     advisory lock each group transaction holds until it commits): writes
 //     serialise as SQLite's single writer does, so event seqs stay
 //     gap-free and commit-ordered, and head moves, claims and idempotency
-//     keys decide against the latest committed state;
+//     keys decide against the latest committed state. Only lock-free jobs
+//     (writeLockFree: record inserts) run before the batch takes it, so
+//     the instances' inserts overlap while numbering, the log and the
+//     commit take turns;
 //   - after taking it, the writer catches up with what other instances
 //     committed since its last transaction (seq, counts, the log's tree);
 //   - a poller notices other instances' commits for readers (the event
@@ -182,6 +185,14 @@ func (db *DB) pgLockWrites(ctx context.Context, tx *sql.Tx) (int64, error) {
 	}
 	db.advanceSeq(ctx, tx, seq.Int64)
 	return seq.Int64, nil
+}
+
+// isLockWaitBroken reports whether err is PostgreSQL breaking a deadlock
+// (or a serialization failure): nothing was written, and the batch may
+// simply run again.
+func isLockWaitBroken(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
 // pgEventRows writes a batch's events, numbered in Go (Tx.seqs), many rows

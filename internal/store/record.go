@@ -153,7 +153,7 @@ func (db *DB) CreateRecord(ctx context.Context, in *kura.RecordInput, opts ...ku
 		return nil, err
 	}
 	var out *kura.Record
-	err = db.write(ctx, opts, func(tx *Tx) error {
+	err = db.writeLockFree(ctx, opts, func(tx *Tx) error {
 		var err error
 		if out, err = tx.InsertRecord(p); err != nil {
 			return err
@@ -180,7 +180,7 @@ func (db *DB) CreateRecords(ctx context.Context, ins []kura.RecordInput, opts ..
 		ps[i] = p
 	}
 	out := make([]kura.Record, len(ps))
-	err := db.write(ctx, opts, func(tx *Tx) error {
+	err := db.writeLockFree(ctx, opts, func(tx *Tx) error {
 		for i, p := range ps {
 			r, err := tx.InsertRecord(p)
 			if err != nil {

@@ -22,6 +22,10 @@ type job struct {
 	// /readyz that writes commit again, since a cursor moved in place
 	// needs no new page on a full disk while every client write fails.
 	own bool
+	// lockFree marks a write no other instance's concurrent write can
+	// change the outcome of (writeLockFree): on PostgreSQL it runs before
+	// the batch takes the write lock the instances share.
+	lockFree bool
 }
 
 // Tx is what a write job sees: the shared transaction, the job's clock
@@ -45,8 +49,13 @@ type Tx struct {
 }
 
 // seqCounter is the next event seq of a batch; a failed job hands back
-// the seqs it took.
-type seqCounter struct{ next int64 }
+// the seqs it took. Before the batch holds the write lock the numbers are
+// not known yet: deferred jobs' events get 0, and are numbered once it
+// does (numberEvents).
+type seqCounter struct {
+	next     int64
+	deferred bool
+}
 
 // Now is the time of this write, used for every created_at it stamps.
 func (tx *Tx) Now() time.Time { return tx.now }
@@ -56,6 +65,13 @@ func (tx *Tx) NowString() string { return kura.FormatTime(tx.now) }
 
 // stmt returns the prepared statement for q bound to this transaction.
 // Unregistered statements are prepared on the transaction (uncached).
+//
+// On PostgreSQL, Exec, QueryRow and Query skip it: pgx keeps every
+// statement it has run prepared on the connection, by its text, so a call
+// is one round trip; a statement prepared through database/sql on the
+// transaction would cost a Parse before and a Close after, three round
+// trips a batch for each statement the writer has not prepared at Open
+// (multi-row inserts, whose text varies with their row count).
 func (tx *Tx) stmt(q string) (*sql.Stmt, error) {
 	if s, ok := tx.bound[q]; ok {
 		return s, nil
@@ -75,6 +91,9 @@ func (tx *Tx) stmt(q string) (*sql.Stmt, error) {
 
 // Exec runs a cached prepared statement.
 func (tx *Tx) Exec(q string, args ...any) (sql.Result, error) {
+	if tx.db.pg != nil {
+		return tx.tx.ExecContext(tx.ctx, q, args...)
+	}
 	s, err := tx.stmt(q)
 	if err != nil {
 		return nil, err
@@ -84,6 +103,9 @@ func (tx *Tx) Exec(q string, args ...any) (sql.Result, error) {
 
 // QueryRow runs a cached prepared statement returning one row.
 func (tx *Tx) QueryRow(q string, args ...any) *sql.Row {
+	if tx.db.pg != nil {
+		return tx.tx.QueryRowContext(tx.ctx, q, args...)
+	}
 	s, err := tx.stmt(q)
 	if err != nil {
 		// Surface the prepare error through Scan.
@@ -94,6 +116,9 @@ func (tx *Tx) QueryRow(q string, args ...any) *sql.Row {
 
 // Query runs a cached prepared statement returning rows.
 func (tx *Tx) Query(q string, args ...any) (*sql.Rows, error) {
+	if tx.db.pg != nil {
+		return tx.tx.QueryContext(tx.ctx, q, args...)
+	}
 	s, err := tx.stmt(q)
 	if err != nil {
 		return nil, err
@@ -126,8 +151,10 @@ func (tx *Tx) addEvent(typ, project, subject string, refs map[string]string, dig
 	}
 	var seq int64
 	if tx.seqs != nil {
-		seq = tx.seqs.next
-		tx.seqs.next++
+		if !tx.seqs.deferred {
+			seq = tx.seqs.next
+			tx.seqs.next++
+		}
 	} else if err := tx.QueryRow(qInsertEvent, id, typ, project, subject, string(b), at, stored).Scan(&seq); err != nil {
 		return err
 	}
@@ -173,8 +200,27 @@ func (db *DB) write(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) e
 	return db.writeUngated(ctx, opts, false, fn)
 }
 
+// writeLockFree is write for a job that only inserts rows whose keys it
+// derives from their content (a record, found by its hash when it exists)
+// or makes up itself (UUIDv7 ids), reads only rows that never change once
+// committed, and keeps its answer with an insert that a concurrent
+// duplicate turns into a replay. No other instance's concurrent write can
+// change what such a job does, so on PostgreSQL it runs before its batch
+// waits for the write lock: the instances' record inserts overlap, and
+// only numbering the events, the log and the commit take turns.
+func (db *DB) writeLockFree(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) error) error {
+	if err := db.writeGate(); err != nil {
+		return err
+	}
+	return db.enqueue(&job{ctx: ctx, idem: kura.ApplyWriteOptions(opts).Idempotency, fn: fn, done: make(chan error, 1), lockFree: true})
+}
+
 func (db *DB) writeUngated(ctx context.Context, opts []kura.WriteOption, own bool, fn func(*Tx) error) error {
-	j := &job{ctx: ctx, idem: kura.ApplyWriteOptions(opts).Idempotency, fn: fn, done: make(chan error, 1), own: own}
+	return db.enqueue(&job{ctx: ctx, idem: kura.ApplyWriteOptions(opts).Idempotency, fn: fn, done: make(chan error, 1), own: own})
+}
+
+func (db *DB) enqueue(j *job) error {
+	ctx := j.ctx
 	db.mu.RLock()
 	if db.closed || db.jobs == nil {
 		db.mu.RUnlock()
@@ -280,35 +326,92 @@ func (db *DB) commit(batch []*job) {
 // when it runs without savepoints and a job fails: then it rolls back and
 // returns false without answering anyone.
 func (db *DB) run(batch []*job, savepoints bool) bool {
+	for attempt := 1; ; attempt++ {
+		done, again := db.runOnce(batch, savepoints, attempt < lockRetries)
+		if !again {
+			return done
+		}
+	}
+}
+
+// lockRetries bounds how often a batch is run again after PostgreSQL broke
+// a deadlock by failing its wait for the write lock (lockFreeFirst).
+const lockRetries = 3
+
+// lockFreeFirst is the order a batch's jobs run in: on PostgreSQL the
+// lock-free ones (writeLockFree) first, before the batch waits for the
+// write lock; the others after it, in their order. On SQLite the lock is
+// the writer itself: every job in its order.
+func (db *DB) lockFreeFirst(batch []*job) []int {
+	order := make([]int, 0, len(batch))
+	for i, j := range batch {
+		if db.pg != nil && j.lockFree {
+			order = append(order, i)
+		}
+	}
+	for i, j := range batch {
+		if db.pg == nil || !j.lockFree {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// runOnce is one try of run. again asks for another try: retry was true
+// and PostgreSQL failed the wait for the write lock to break a deadlock
+// (a lock-free job holds a row another instance's locked job waits for).
+func (db *DB) runOnce(batch []*job, savepoints, retry bool) (done, again bool) {
 	ctx := context.Background()
 	results := make([]error, len(batch))
 	start := time.Now()
 	sqlTx, err := db.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		db.failAll(batch, start, db.writeErr(fmt.Errorf("begin: %w", err)))
-		return true
-	}
-	var seqs *seqCounter
-	if db.pg != nil {
-		last, err := db.pgLockWrites(ctx, sqlTx)
-		if err != nil {
-			sqlTx.Rollback()
-			db.failAll(batch, start, db.writeErr(err))
-			return true
-		}
-		seqs = &seqCounter{next: last + 1}
+		return true, false
 	}
 	var events []kura.Event
+	var seqs *seqCounter
+	locked := db.pg == nil
+	// lock takes PostgreSQL's write lock and numbers the events the
+	// lock-free jobs wrote before it.
+	lock := func() error {
+		last, err := db.pgLockWrites(ctx, sqlTx)
+		if err != nil {
+			return err
+		}
+		for i := range events {
+			events[i].Seq = last + 1 + int64(i)
+		}
+		seqs, locked = &seqCounter{next: last + 1 + int64(len(events))}, true
+		return nil
+	}
+	lockFailed := func(err error) (bool, bool) {
+		sqlTx.Rollback()
+		if retry && isLockWaitBroken(err) {
+			return false, true
+		}
+		db.failAll(batch, start, db.writeErr(err))
+		return true, false
+	}
+	if !locked {
+		seqs = &seqCounter{deferred: true}
+	}
 	var indexed []int64
 	anyOK := false
 	bound := make(map[string]*sql.Stmt, 8)
 	// A lone job needs no savepoint: if it fails, the whole transaction is
 	// rolled back anyway.
 	savepoints = savepoints && len(batch) > 1
-	for i, j := range batch {
+	for _, i := range db.lockFreeFirst(batch) {
+		j := batch[i]
 		if j.ctx.Err() != nil {
 			results[i] = mapErr(j.ctx.Err())
 			continue
+		}
+		if !locked && !j.lockFree {
+			if err := lock(); err != nil {
+				return lockFailed(err)
+			}
 		}
 		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, idem: j.idem, now: db.now(), bound: bound, seqs: seqs}
 		var mark int64
@@ -321,13 +424,31 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 				continue
 			}
 		}
-		if err := runJob(j.fn, tx); err != nil {
+		err := runJob(j.fn, tx)
+		for try := 1; err != nil && savepoints && try < lockRetries && isLockWaitBroken(err); try++ {
+			// PostgreSQL broke a deadlock with another instance's batch
+			// (opposite orders of the same records) by failing this job:
+			// nothing of it is left past its savepoint; run it again.
+			if _, rerr := tx.Exec(qRollbackTo); rerr != nil {
+				break
+			}
+			if seqs != nil {
+				seqs.next = mark
+			}
+			tx = &Tx{db: db, tx: sqlTx, ctx: ctx, idem: j.idem, now: tx.now, bound: bound, seqs: seqs}
+			err = runJob(j.fn, tx)
+		}
+		if err != nil {
 			if seqs != nil {
 				seqs.next = mark // its events are dropped with it
 			}
 			if !savepoints && len(batch) > 1 {
 				sqlTx.Rollback()
-				return false
+				return false, false
+			}
+			if len(batch) == 1 && retry && isLockWaitBroken(err) {
+				sqlTx.Rollback()
+				return false, true
 			}
 			results[i] = db.writeErr(err)
 			if !savepoints {
@@ -342,7 +463,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 					results[i] = db.writeErr(rerr)
 				}
 				db.failAll(batch, start, results[i])
-				return true
+				return true, false
 			}
 			tx.Exec(qRelease)
 			continue
@@ -351,7 +472,7 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 			if _, err := tx.Exec(qRelease); err != nil {
 				sqlTx.Rollback()
 				db.failAll(batch, start, db.writeErr(err))
-				return true
+				return true, false
 			}
 		}
 		anyOK = true
@@ -364,37 +485,42 @@ func (db *DB) run(batch []*job, savepoints bool) bool {
 		for i, j := range batch {
 			j.done <- results[i]
 		}
-		return true
+		return true, false
+	}
+	if !locked {
+		if err := lock(); err != nil {
+			return lockFailed(err)
+		}
 	}
 	if db.pg != nil {
 		if err := db.pgInsertEvents(ctx, sqlTx, bound, events); err != nil {
 			sqlTx.Rollback()
 			db.failAll(batch, start, db.writeErr(fmt.Errorf("events: %w", err)))
-			return true
+			return true, false
 		}
 	}
 	if err := db.indexNodeText(ctx, sqlTx, indexed); err != nil {
 		sqlTx.Rollback()
 		db.failAll(batch, start, db.writeErr(fmt.Errorf("search index: %w", err)))
-		return true
+		return true, false
 	}
 	if err := db.appendLog(ctx, sqlTx, events); err != nil {
 		sqlTx.Rollback()
 		db.failAll(batch, start, db.writeErr(fmt.Errorf("log: %w", err)))
-		return true
+		return true, false
 	}
 	commitStart := time.Now()
 	if err := sqlTx.Commit(); err != nil {
 		db.log.Error("commit failed", "err", err, "jobs", len(batch))
 		sqlTx.Rollback()
 		db.failAll(batch, start, db.writeErr(fmt.Errorf("commit: %w", err)))
-		return true
+		return true, false
 	}
 	end := time.Now()
 	db.logCommitted()
 	db.committed(batch, results, events, BatchStats{Jobs: len(batch), Committed: true,
 		Duration: end.Sub(start), Commit: end.Sub(commitStart)})
-	return true
+	return true, false
 }
 
 // committedClientWrite reports whether a write a caller asked for is among
