@@ -92,9 +92,8 @@ func setupLedgerNew(fs *flag.FlagSet) func(context.Context, *cli, []string) erro
 	fs.Var(&parents, "parent", "a parent ledger `ID` (repeatable: a merge has several)")
 	idem := idempotencyFlag(fs)
 	return func(ctx context.Context, c *cli, args []string) error {
-		if len(args) == 0 && len(parents) == 0 {
-			return usagef("ledger new takes the ids of the records to seal, in order (or a --parent)")
-		}
+		// No ids is an empty ledger, as the API has it: a label to start
+		// a chain from, or a merge of --parent ledgers adding nothing.
 		in := client.LedgerInput{Label: *label, RecordIDs: make([]string, len(args)), ParentIDs: make([]string, len(parents))}
 		for i, a := range args {
 			in.RecordIDs[i] = trimRef(a, "record")

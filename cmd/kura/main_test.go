@@ -71,7 +71,7 @@ func TestRun_CommandLine(t *testing.T) {
 		{"MistypedSubcommand", []string{"turn", "opne", "s", "--instruction", "x"}, exitUsage, "", `kura: unknown command "turn opne": did you mean "turn open"?`},
 		{"MistypedSubcommandAfterFlag", []string{"--json", "session", "lsit"}, exitUsage, "", `did you mean "session list"?`},
 		{"HelpMistyped", []string{"help", "sessoin"}, exitUsage, "", `did you mean "session"?`},
-		{"LedgerNewNothing", []string{"ledger", "new", "--label", "x"}, exitUsage, "", "ledger new takes the ids of the records"},
+		{"LedgerNewNothingAsks", []string{"ledger", "new", "--label", "x"}, exitFail, "", "kura: cannot reach kurad at "}, // an empty ledger is kurad's to make
 		{"LedgerNewDanglingParent", []string{"ledger", "new", "r", "--parent"}, exitUsage, "", "flag needs an argument: --parent"},
 		{"LedgerMistypedNew", []string{"ledger", "nwe", "r1"}, exitUsage, "", `"nwe" is not a ledger id: did you mean "ledger new"?`},
 		{"HelpLedgerShowsNew", []string{"help", "ledger"}, exitOK, "kura ledger new [--label L]", ""},

@@ -80,7 +80,7 @@ func TestE2E_EventsFollowFromNow(t *testing.T) {
 
 // TestE2E_LedgerNew runs the README walkthrough's ledger step from the CLI:
 // records, a ledger over them (flags before and after the ids), a child
-// with --parent, each verified by kurad.
+// with --parent, an empty ledger, each verified by kurad.
 func TestE2E_LedgerNew(t *testing.T) {
 	t.Parallel()
 	url := kuradtest.Start(t)
@@ -122,6 +122,30 @@ func TestE2E_LedgerNew(t *testing.T) {
 		}
 		if l.Label != "afternoon" || !slices.Equal(l.ParentIDs, []string{base.ID, other.ID}) || !slices.Equal(l.RecordIDs, []string{r3.ID, r1.ID}) {
 			t.Errorf("got %+v, want the ledger the command printed", l)
+		}
+	})
+
+	t.Run("NoRecords", func(t *testing.T) {
+		// No record ids is an empty ledger, as POST /v1/ledgers has it:
+		// record_ids [] and the root of no leaves (SHA-256 of nothing).
+		var raw map[string]any
+		kuraJSON(t, url, "", &raw, "ledger", "new", "--label", "start")
+		const emptyRoot = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+		if ids, ok := raw["record_ids"].([]any); !ok || len(ids) != 0 || raw["record_count"] != 0.0 || raw["root_hash"] != emptyRoot || raw["label"] != "start" {
+			t.Fatalf("got %v, want an empty ledger labelled start", raw)
+		}
+		if _, errOut, code := runKura(t, url, nil, "verify", raw["id"].(string)); code != exitOK {
+			t.Errorf("verify the empty ledger: exit %d, stderr %q", code, errOut)
+		}
+		// A merge adding no records: parents only, no label.
+		out, errOut, code := runKura(t, url, nil, "ledger", "new", "--parent", base.ID, "--parent", raw["id"].(string))
+		if code != exitOK {
+			t.Fatalf("got exit %d, stderr %q", code, errOut)
+		}
+		for _, want := range []string{"parents    " + base.ID + " " + raw["id"].(string), "records    0"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("got %q, want it to contain %q", out, want)
+			}
 		}
 	})
 

@@ -35,9 +35,10 @@ var schemaWant = map[string]struct {
 		"instruction.type": "vocab:record_types", "context[].type": "vocab:record_types"}},
 	"turn_append": {[]string{"records", "turn_id"}, map[string]any{"records[].type": "vocab:record_types"}},
 	"turn_close":  {[]string{"turn_id"}, map[string]any{"status": []string{"complete", "failed"}}},
-	// summary is required for a new node only: the API says so, and the
-	// description does; a schema cannot know whether the id exists.
-	"memory_put": {[]string{"kind", "scope"}, map[string]any{"kind": "vocab:node_kinds",
+	// summary: the API refuses a new node without one, and a schema cannot
+	// tell a new node from a new version, so the tool asks for it always
+	// (an update resends it, the description says).
+	"memory_put": {[]string{"kind", "scope", "summary"}, map[string]any{"kind": "vocab:node_kinds",
 		"lifecycle": kura.Lifecycles, "authority": kura.Authorities, "source_type": kura.SourceTypes}},
 	"memory_search": {[]string{"scope"}, map[string]any{"kind": "vocab:node_kinds",
 		"lifecycle": kura.Lifecycles, "authority": kura.Authorities, "mode": kura.SearchModes}},

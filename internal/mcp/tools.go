@@ -90,7 +90,6 @@ const (
 	enumSourceType = "source_type"
 	enumDirection  = "direction"
 	enumTurnStatus = "turn_status"
-	enumOutcome    = "outcome"
 	enumLookupMode = "kb_lookup_mode"
 	enumSearchMode = "search_mode"
 )
@@ -107,7 +106,6 @@ func enumValues(o Options) map[string][]any {
 		enumDirection:  anys([]string{kura.DirectionBackward, kura.DirectionForward, kura.DirectionBoth}),
 		// What a client may close a turn with; timeout is kurad's alone.
 		enumTurnStatus: anys([]string{kura.TurnComplete, kura.TurnFailed}),
-		enumOutcome:    anys(kura.Outcomes),
 		enumLookupMode: anys([]string{kura.KBLookupRanked, kura.KBLookupStrict}),
 		enumSearchMode: anys(kura.SearchModes),
 	}
@@ -265,7 +263,7 @@ type (
 		Kind        string            `json:"kind" enum:"node_kind" jsonschema:"the node kind: episode, note, belief, value, goal, drive, relationship, fact, decision, preference, procedure, execution, claim, feedback or trace_pointer (or a kind the deployment added)"`
 		ID          string            `json:"id,omitempty" jsonschema:"node id (letters, digits, . _ -); omitted: a new UUIDv7. An existing id makes a new version"`
 		Title       *string           `json:"title,omitempty" jsonschema:"a short title (a title hit outranks a summary hit in search)"`
-		Summary     *string           `json:"summary,omitempty" jsonschema:"what the memory says; required for a new node (no id, or an id not yet written), optional for a new version of an existing one"`
+		Summary     string            `json:"summary" jsonschema:"what the memory says; a new version of an existing node resends it (the current summary, or a new one)"`
 		Lifecycle   *string           `json:"lifecycle,omitempty" enum:"lifecycle" jsonschema:"active, candidate (default), contested, suppressed, archived, retired, blocked or rehydrate_required"`
 		Authority   *string           `json:"authority,omitempty" enum:"authority" jsonschema:"verified, trusted, advisory, unknown (default) or rejected"`
 		Confidence  *float64          `json:"confidence,omitempty" jsonschema:"0 to 1 (default 0.5)"`
@@ -398,7 +396,8 @@ var tools = []spec{
 	{
 		name: "memory_put", title: "Write a memory node",
 		description: "Write a memory node (a fact, belief, decision, episode...) in a scope, or a new version of an existing one " +
-			"(same kind and id; omitted fields keep their value). derived_from records where it came from, for memory_trace and get_belief_evidence.",
+			"(same kind and id): an update resends the summary, and the other fields it leaves out keep their value. " +
+			"derived_from records where it came from, for memory_trace and get_belief_evidence.",
 		method: http.MethodPost, path: "/v1/scopes/{scope}/memory/nodes", body: true,
 		args: memoryPutArgs{}, out: kura.Node{},
 	},

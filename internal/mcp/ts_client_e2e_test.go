@@ -22,8 +22,10 @@ const tsClientDir = "testdata/ts-client"
 // official MCP TypeScript SDK as the MCP Inspector does, against a real
 // kurad's /mcp: it checks every input schema (as TestMCP_InputSchemas
 // does, from the same expectations), calls turn_open, turn_append,
-// turn_close, memory_put and kb_put with arguments typed from the schema
-// the way the Inspector's form types what a person enters, and reads a
+// turn_close, memory_put (a node, then a new version resending only its
+// summary and a new confidence) and kb_put with arguments typed from the
+// schema the way the Inspector's form types what a person enters (every
+// required field filled in), and reads a
 // node resource whose URI holds a literal colon. The test then checks over
 // HTTP that every write happened.
 //
@@ -97,7 +99,7 @@ func TestMCP_TypeScriptSDK(t *testing.T) {
 		t.Errorf("turn output: got %v, want the appended record and the deliverable", turn["output_record_ids"])
 	}
 	n := api.json("GET", "/v1/scopes/hashi/memory/nodes/fact:x", "")
-	if n["confidence"] != 0.9 || n["lifecycle"] != "active" || n["source_type"] != "told_by_agent" {
+	if n["version"] != 2.0 || n["confidence"] != 0.95 || n["title"] != "build" || n["lifecycle"] != "active" || n["source_type"] != "told_by_agent" {
 		t.Errorf("node fact:x: got %v", n)
 	}
 	entries := api.json("GET", "/v1/kb/docs/entries", "")["entries"].([]any)

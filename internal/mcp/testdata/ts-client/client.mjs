@@ -74,10 +74,13 @@ function at(s, path) {
 // as the Inspector's form does. A select (enum) offers only its values. A
 // property whose type is not one plain type gets a text box, and its text
 // is sent as a string: that is how a ["null","array"] argument reached
-// kurad as "[...]".
+// kurad as "[...]". A required field left empty stops the form.
 function form(tool, fields) {
   const s = schemas[tool];
   const args = {};
+  for (const name of s.required ?? []) {
+    if (!(name in fields)) throw new Error(`${tool}: the form's required field ${name} is empty`);
+  }
   for (const [name, text] of Object.entries(fields)) {
     const p = s.properties?.[name];
     if (!p) throw new Error(`${tool}: the form has no field ${name}`);
@@ -154,6 +157,16 @@ const node = await call("memory_put", {
 });
 if (node && (node.ref !== "fact:x" || node.confidence !== 0.9 || node.target_files?.[0] !== "Makefile")) {
   fail(`memory_put: got ${JSON.stringify(node)}`);
+}
+// A new version: the summary resent (the schema requires it), a new
+// confidence; the fields left out keep their value.
+const v2 = await call("memory_put", { scope: "hashi", kind: "fact", id: "x", summary: "the build is green", confidence: "0.95" });
+if (
+  v2 &&
+  (v2.version !== 2 || v2.confidence !== 0.95 || v2.title !== "build" || v2.lifecycle !== "active" ||
+    v2.target_files?.[0] !== "Makefile" || v2.summary !== "the build is green")
+) {
+  fail(`memory_put of a new version: got ${JSON.stringify(v2)}, want version 2 with only the confidence changed`);
 }
 const bare = await call("kb_put", { kb: "docs", identifier: "no keys", value: "an entry without keys" });
 if (bare && JSON.stringify(bare.keys ?? []) !== "[]") fail(`kb_put without keys: got ${JSON.stringify(bare)}`);
