@@ -28,10 +28,16 @@ const (
 	EventTurnOpened      = kura.EventTurnOpened
 	EventTurnClaimed     = kura.EventTurnClaimed
 	EventTurnComplete    = kura.EventTurnComplete
+	EventMemoryNode      = kura.EventMemoryNode
 	EventMemoryRelation  = kura.EventMemoryRelation
+	EventMemoryLifecycle = kura.EventMemoryLifecycle
 	EventMemoryFeedback  = kura.EventMemoryFeedback
 	EventContextCompiled = kura.EventContextCompiled
 	EventKBChanged       = kura.EventKBChanged
+	EventLogAcknowledged = kura.EventLogAcknowledged
+	// EventDispatch is both the type of the dispatch command in the event
+	// log and its action: CommandSubject(project, target, EventDispatch).
+	EventDispatch = kura.EventDispatch
 )
 
 // SubjectRoot begins every NATS subject kurad publishes or serves.

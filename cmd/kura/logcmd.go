@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kura-memory/kura/client"
+	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/kurahash"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -108,8 +109,8 @@ func checkLedgerLeaf(leaf, leafHash, ledgerID, ledgerHash string, seq int64) (tl
 		return tlog.Hash{}, err
 	}
 	switch {
-	case l.Type != "ledger.written":
-		return tlog.Hash{}, fmt.Errorf("leaf is a %q event, not ledger.written", l.Type)
+	case l.Type != kura.EventLedgerWritten:
+		return tlog.Hash{}, fmt.Errorf("leaf is a %q event, not %s", l.Type, kura.EventLedgerWritten)
 	case l.Refs["ledger_id"] != ledgerID:
 		return tlog.Hash{}, fmt.Errorf("leaf names ledger %q, not %s", l.Refs["ledger_id"], ledgerID)
 	case l.Digest != ledgerHash:

@@ -154,7 +154,7 @@ func run(ctx context.Context, cfg config) error {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	if cfg.Target != "" {
-		subject := client.CommandSubject(cfg.Project, cfg.Target, "dispatch")
+		subject := client.CommandSubject(cfg.Project, cfg.Target, client.EventDispatch)
 		if _, err := nc.QueueSubscribe(subject, cfg.Queue, func(m *nats.Msg) { w.dispatch(ctx, m) }); err != nil {
 			return fmt.Errorf("subscribe to dispatches: %w", err)
 		}

@@ -246,14 +246,14 @@ func (s *Server) handleLogLeaves(w http.ResponseWriter, r *http.Request) {
 }
 
 // visibleEvents is the feed's scope rule (restrictEvents) for one event:
-// memory, context and knowledge-base events carry their scope as their
-// project, every other event a project. nil: the caller sees everything.
+// a scoped event (kura.ScopedEvent) carries its scope as its project,
+// every other event a project. nil: the caller sees everything.
 func visibleEvents(p auth.Principal) func(*kura.Event) bool {
 	if p.AllProjects() && p.AllScopes() {
 		return nil
 	}
 	return func(e *kura.Event) bool {
-		if strings.HasPrefix(e.Type, "memory.") || strings.HasPrefix(e.Type, "context.") || e.Type == kura.EventKBChanged {
+		if kura.ScopedEvent(e.Type) {
 			return p.AllowsScope(e.Project)
 		}
 		return p.AllowsProject(e.Project)

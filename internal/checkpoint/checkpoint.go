@@ -109,7 +109,7 @@ type signed struct {
 // alike), with the signed note whole, so a subscriber verifies it without
 // asking kurad. It has no seq: a checkpoint is not an event.
 type Payload struct {
-	Type       string `json:"type"` // "log.checkpoint"
+	Type       string `json:"type"` // kura.CheckpointType
 	Origin     string `json:"origin"`
 	Size       int64  `json:"size"`
 	Root       string `json:"root"` // base64
@@ -117,7 +117,7 @@ type Payload struct {
 }
 
 func (s *signed) payload() []byte {
-	b, _ := json.Marshal(Payload{Type: "log.checkpoint", Origin: s.origin, Size: s.head.Size,
+	b, _ := json.Marshal(Payload{Type: kura.CheckpointType, Origin: s.origin, Size: s.head.Size,
 		Root: base64.StdEncoding.EncodeToString(s.head.Root[:]), Checkpoint: string(s.note)})
 	return b
 }

@@ -40,14 +40,18 @@ const SubjectRoot = "oclaw.v1"
 
 // The event types kurad writes (shared/API.md, "Events").
 const (
-	EventRecordWritten   = "record.written"
-	EventRecordRedacted  = "record.redacted"
-	EventLedgerWritten   = "ledger.written"
-	EventSessionCreated  = "session.created"
-	EventSessionHead     = "session.head"
-	EventTurnOpened      = "turn.opened"
-	EventTurnClaimed     = "turn.claimed"
-	EventTurnComplete    = "turn.complete"
+	EventRecordWritten  = "record.written"
+	EventRecordRedacted = "record.redacted"
+	EventLedgerWritten  = "ledger.written"
+	EventSessionCreated = "session.created"
+	EventSessionHead    = "session.head"
+	EventTurnOpened     = "turn.opened"
+	EventTurnClaimed    = "turn.claimed"
+	EventTurnComplete   = "turn.complete"
+	// EventMemoryNode and EventMemoryLifecycle both mark a new node
+	// version: a write or revision, and a lifecycle transition.
+	EventMemoryNode      = "memory.node"
+	EventMemoryLifecycle = "memory.lifecycle"
 	EventMemoryRelation  = "memory.relation"
 	EventMemoryFeedback  = "memory.feedback"
 	EventContextCompiled = "context.compiled"
@@ -55,6 +59,10 @@ const (
 	// EventLogAcknowledged records an admin's acknowledgement of a
 	// rollback or fork a witness reported (project LogProject).
 	EventLogAcknowledged = "log.acknowledged"
+	// EventDispatch is the command a turn opened with a dispatch target
+	// publishes on CommandSubject(project, target, EventDispatch); the
+	// event log keeps it under this type like any event.
+	EventDispatch = "dispatch"
 )
 
 // LogProject is the project of the log's own subjects:
@@ -63,6 +71,10 @@ const LogProject = "_log"
 
 // CheckpointSubject is where kurad publishes its signed checkpoints.
 const CheckpointSubject = SubjectRoot + "." + LogProject + ".evt.checkpoint"
+
+// CheckpointType is the "type" of a checkpoint's NATS message. It is not an
+// event type: a checkpoint has no seq and is not in the event log.
+const CheckpointType = "log.checkpoint"
 
 // EventSubject returns the NATS subject of an event type for a project, e.g.
 // "oclaw.v1.hashi.evt.record.written".
@@ -146,11 +158,23 @@ type EmbedderInfo struct {
 // EventTypes are the event types kurad writes (API.md, "Events"); a filter
 // naming any other type is refused rather than silently matching nothing.
 var EventTypes = []string{
-	"record.written", "record.redacted", "ledger.written",
-	"session.created", "session.head",
-	"turn.opened", "turn.claimed", "turn.complete", "dispatch",
-	"memory.node", "memory.relation", "memory.lifecycle", "memory.feedback",
-	"context.compiled", "kb.changed", "log.acknowledged",
+	EventRecordWritten, EventRecordRedacted, EventLedgerWritten,
+	EventSessionCreated, EventSessionHead,
+	EventTurnOpened, EventTurnClaimed, EventTurnComplete, EventDispatch,
+	EventMemoryNode, EventMemoryRelation, EventMemoryLifecycle, EventMemoryFeedback,
+	EventContextCompiled, EventKBChanged, EventLogAcknowledged,
+}
+
+// ScopedEvent reports whether events of type t carry a memory scope as
+// their project (memory, context and knowledge-base events) rather than a
+// project: the feed shows them to whoever may read that scope.
+func ScopedEvent(t string) bool {
+	switch t {
+	case EventMemoryNode, EventMemoryRelation, EventMemoryLifecycle, EventMemoryFeedback,
+		EventContextCompiled, EventKBChanged:
+		return true
+	}
+	return false
 }
 
 // ValidEventType reports whether t is one of EventTypes.

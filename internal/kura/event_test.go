@@ -3,6 +3,7 @@ package kura_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/kura-memory/kura/internal/kura"
@@ -82,5 +83,41 @@ func TestEventSubject(t *testing.T) {
 	t.Parallel()
 	if got, want := kura.EventSubject("hashi", "record.written"), "oclaw.v1.hashi.evt.record.written"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestEventTypes pins the wire names of the event types (shared/API.md,
+// "Events"): a constant renamed by mistake changes every subscriber's
+// subject.
+func TestEventTypes(t *testing.T) {
+	t.Parallel()
+	want := []string{
+		"record.written", "record.redacted", "ledger.written",
+		"session.created", "session.head",
+		"turn.opened", "turn.claimed", "turn.complete", "dispatch",
+		"memory.node", "memory.relation", "memory.lifecycle", "memory.feedback",
+		"context.compiled", "kb.changed", "log.acknowledged",
+	}
+	if !slices.Equal(kura.EventTypes, want) {
+		t.Errorf("got %q, want %q", kura.EventTypes, want)
+	}
+	if got, want := kura.CheckpointSubject, "oclaw.v1._log.evt.checkpoint"; got != want {
+		t.Errorf("got checkpoint subject %q, want %q", got, want)
+	}
+	if got, want := kura.CommandSubject("hashi", "worker", kura.EventDispatch), "oclaw.v1.hashi.cmd.worker.dispatch"; got != want {
+		t.Errorf("got dispatch subject %q, want %q", got, want)
+	}
+}
+
+func TestScopedEvent(t *testing.T) {
+	t.Parallel()
+	scoped := map[string]bool{
+		"memory.node": true, "memory.relation": true, "memory.lifecycle": true, "memory.feedback": true,
+		"context.compiled": true, "kb.changed": true,
+	}
+	for _, typ := range append(slices.Clone(kura.EventTypes), "", "memory.other", "context") {
+		if got, want := kura.ScopedEvent(typ), scoped[typ]; got != want {
+			t.Errorf("ScopedEvent(%q): got %v, want %v", typ, got, want)
+		}
 	}
 }

@@ -110,7 +110,7 @@ func (w *EmbedWorker) Close(ctx context.Context) error {
 // runs on the writer's goroutine, so it only signals.
 func (w *EmbedWorker) notify(events []kura.Event) {
 	for _, e := range events {
-		if e.Type == "memory.node" || e.Type == "memory.lifecycle" {
+		if e.Type == kura.EventMemoryNode || e.Type == kura.EventMemoryLifecycle {
 			select {
 			case w.kick <- struct{}{}:
 			default:

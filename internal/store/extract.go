@@ -45,7 +45,7 @@ func (tx *Tx) extractTurnMemory(turnID, scope string, recs [][2]string, by strin
 			in := &kura.NodeInput{Kind: kind, ID: rid, Title: &title, Summary: &summary, Lifecycle: &lc, SourceType: &st,
 				Owner: &owner, DerivedFrom: []string{"record:" + rid}, Reason: "extracted from turn " + turnID,
 				Writer: kura.Writer{Identity: by}}
-			n, _, err := tx.putNode(sid, scope, in, "", "memory.node")
+			n, _, err := tx.putNode(sid, scope, in, "", kura.EventMemoryNode)
 			if err != nil {
 				return nil, err
 			}

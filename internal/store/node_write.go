@@ -133,7 +133,7 @@ func (db *DB) PutNode(ctx context.Context, scope string, in *kura.NodeInput, opt
 		if err != nil {
 			return err
 		}
-		n, created, err = tx.putNode(sid, scope, in, "", "memory.node")
+		n, created, err = tx.putNode(sid, scope, in, "", kura.EventMemoryNode)
 		if err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func (db *DB) PutNodes(ctx context.Context, scope string, ins []kura.NodeInput, 
 			return err
 		}
 		for i := range ins {
-			n, _, err := tx.putNode(sid, scope, &ins[i], fmt.Sprintf("nodes[%d].", i), "memory.node")
+			n, _, err := tx.putNode(sid, scope, &ins[i], fmt.Sprintf("nodes[%d].", i), kura.EventMemoryNode)
 			if err != nil {
 				return err
 			}
@@ -221,7 +221,7 @@ func (tx *Tx) transition(scope string, r kura.Ref, lifecycle string, authority *
 		return nil, err
 	}
 	in := &kura.NodeInput{Kind: r.Kind, ID: r.ID, Lifecycle: &lifecycle, Authority: authority, Reason: reason, Writer: w}
-	n, _, err := tx.putNode(sid, scope, in, "", "memory.lifecycle")
+	n, _, err := tx.putNode(sid, scope, in, "", kura.EventMemoryLifecycle)
 	return n, err
 }
 
@@ -294,7 +294,7 @@ func (db *DB) ReviseNode(ctx context.Context, scope, ref string, in *kura.NodeIn
 		if in.Metadata == nil {
 			in.Metadata = old.Metadata
 		}
-		n, _, err := tx.putNode(sid, scope, in, "", "memory.node")
+		n, _, err := tx.putNode(sid, scope, in, "", kura.EventMemoryNode)
 		if err != nil {
 			return err
 		}

@@ -240,7 +240,7 @@ func (db *DB) advanceSeq(ctx context.Context, q queryer, seq int64) {
 			switch typ {
 			case kura.EventRecordWritten:
 				recs += n
-			case "ledger.written":
+			case kura.EventLedgerWritten:
 				ledgers += n
 			}
 		}

@@ -320,7 +320,7 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 			return err
 		}
 		if in.Dispatch != "" {
-			if err := tx.AddCommand(s.Project, in.Dispatch, "dispatch", map[string]string{"turn_id": id, "context_ledger_id": l.ID, "target": in.Dispatch}, l.Hash); err != nil {
+			if err := tx.AddCommand(s.Project, in.Dispatch, kura.EventDispatch, map[string]string{"turn_id": id, "context_ledger_id": l.ID, "target": in.Dispatch}, l.Hash); err != nil {
 				return err
 			}
 		}

@@ -690,26 +690,26 @@ var WrittenKinds = [numWrittenKinds]string{
 // writes without touching the tables.
 func writtenKind(eventType string) int {
 	switch eventType {
-	case "record.written":
+	case kura.EventRecordWritten:
 		return kindRecords
-	case "ledger.written":
+	case kura.EventLedgerWritten:
 		return kindLedgers
-	case "session.created":
+	case kura.EventSessionCreated:
 		return kindSessions
-	case "turn.opened":
+	case kura.EventTurnOpened:
 		return kindTurnsOpened
-	case "turn.complete":
+	case kura.EventTurnComplete:
 		return kindTurnsClosed
-	case "memory.node", "memory.lifecycle":
+	case kura.EventMemoryNode, kura.EventMemoryLifecycle:
 		// Both write a new node version.
 		return kindNodes
-	case "memory.relation":
+	case kura.EventMemoryRelation:
 		return kindRelations
-	case "memory.feedback":
+	case kura.EventMemoryFeedback:
 		return kindFeedback
-	case "kb.changed":
+	case kura.EventKBChanged:
 		return kindKBEntries
-	case "context.compiled":
+	case kura.EventContextCompiled:
 		return kindBundles
 	}
 	return -1

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kura-memory/kura/internal/kura"
 	"github.com/nats-io/nats.go"
 )
-
-// checkpointSubject is where kurad publishes each new signed checkpoint.
-const checkpointSubject = "oclaw.v1._log.evt.checkpoint"
 
 // watchNATS wakes every follower when kurad announces a checkpoint, so the
 // witness cosigns within moments of a commit instead of a poll later. The
@@ -27,7 +25,7 @@ func (w *Witness) watchNATS(ctx context.Context, wakes []chan struct{}) (stop fu
 	if err != nil {
 		return func() {}, fmt.Errorf("connect nats: %w", err)
 	}
-	_, err = nc.Subscribe(checkpointSubject, func(*nats.Msg) {
+	_, err = nc.Subscribe(kura.CheckpointSubject, func(*nats.Msg) {
 		for _, c := range wakes {
 			select {
 			case c <- struct{}{}:
@@ -37,7 +35,7 @@ func (w *Witness) watchNATS(ctx context.Context, wakes []chan struct{}) (stop fu
 	})
 	if err != nil {
 		nc.Close()
-		return func() {}, fmt.Errorf("subscribe %s: %w", checkpointSubject, err)
+		return func() {}, fmt.Errorf("subscribe %s: %w", kura.CheckpointSubject, err)
 	}
 	// The subscription reaches the server before the first poll, so no
 	// notice between them is lost (a lost one costs a poll interval only).
