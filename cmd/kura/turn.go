@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kura-memory/kura/client"
+	"github.com/kura-memory/kura/internal/kura"
 )
 
 // listFlag collects a repeatable string flag.
@@ -72,7 +73,7 @@ func setupTurnOpen(fs *flag.FlagSet) func(context.Context, *cli, []string) error
 			return usagef("--memory-budget needs --memory")
 		}
 		in := client.TurnOpenInput{
-			Instruction:     &client.RecordInput{Type: "task.instruction", AuthorID: *author, Content: asContent([]byte(*instruction))},
+			Instruction:     &client.RecordInput{Type: kura.RecordTaskInstruction, AuthorID: *author, Content: asContent([]byte(*instruction))},
 			Dispatch:        *dispatch,
 			DeadlineSeconds: *deadline,
 		}

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -168,10 +167,6 @@ func checkTurnAppend(s *Server, r *http.Request, p auth.Principal, in *kura.Turn
 	return s.checkNoMemory(r.Context(), scope, in.Records)
 }
 
-// extractedTypes are the record types a turn's close turns into memory
-// nodes of the session's scope.
-var extractedTypes = []string{"memory.fact", "memory.decision"}
-
 // checkNoMemory refuses memory records, new or by id, in the output of a
 // turn whose scope the caller may not write: its close would extract them
 // into that scope, whoever closes it. Record types never change, so the
@@ -181,7 +176,7 @@ func (s *Server) checkNoMemory(ctx context.Context, scope string, refs []kura.Re
 	for _, ref := range refs {
 		switch {
 		case ref.RecordID == "":
-			if slices.Contains(extractedTypes, ref.Type) {
+			if _, extracted := kura.ExtractedKind(ref.Type); extracted {
 				return memoryScopeDenied(scope, ref.Type)
 			}
 		case kura.ValidID(ref.RecordID):
@@ -193,7 +188,7 @@ func (s *Server) checkNoMemory(ctx context.Context, scope string, refs []kura.Re
 		return err
 	}
 	for _, id := range ids {
-		if slices.Contains(extractedTypes, types[id]) {
+		if _, extracted := kura.ExtractedKind(types[id]); extracted {
 			return memoryScopeDenied(scope, types[id])
 		}
 	}

@@ -7,12 +7,35 @@ import (
 	"strings"
 )
 
+// The record types kurad itself acts on: a turn opens with a
+// task.instruction and its output holds one task.deliverable; its close
+// extracts memory.fact and memory.decision records into memory nodes.
+const (
+	RecordTaskInstruction = "task.instruction"
+	RecordTaskDeliverable = "task.deliverable"
+	RecordMemoryFact      = "memory.fact"
+	RecordMemoryDecision  = "memory.decision"
+)
+
 // DefaultRecordTypes is the record type vocabulary of API.md. Configuration
 // may extend it (see Vocabulary).
 var DefaultRecordTypes = []string{
-	"task.instruction", "task.deliverable", "agent.thought", "agent.plan",
-	"tool.call", "tool.result", "memory.fact", "memory.decision",
+	RecordTaskInstruction, RecordTaskDeliverable, "agent.thought", "agent.plan",
+	"tool.call", "tool.result", RecordMemoryFact, RecordMemoryDecision,
 	"sys.context", "sys.error",
+}
+
+// ExtractedKind reports the kind of the memory node a record of type t
+// becomes when a turn whose output holds it closes (memory.fact → fact,
+// memory.decision → decision), and whether it becomes one at all.
+func ExtractedKind(t string) (kind string, ok bool) {
+	switch t {
+	case RecordMemoryFact:
+		return "fact", true
+	case RecordMemoryDecision:
+		return "decision", true
+	}
+	return "", false
 }
 
 // Limits that keep a single record sane; the body limit bounds the whole request.

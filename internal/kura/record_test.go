@@ -431,3 +431,24 @@ func FuzzRecordInputValidate(f *testing.F) {
 		}
 	})
 }
+
+func TestExtractedKind(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		typ  string
+		kind string
+		ok   bool
+	}{
+		{"memory.fact", "fact", true},
+		{"memory.decision", "decision", true},
+		{"memory.other", "", false},
+		{"task.deliverable", "", false},
+		{"agent.thought", "", false},
+		{"", "", false},
+	} {
+		kind, ok := kura.ExtractedKind(tt.typ)
+		if kind != tt.kind || ok != tt.ok {
+			t.Errorf("ExtractedKind(%q): got %q, %v, want %q, %v", tt.typ, kind, ok, tt.kind, tt.ok)
+		}
+	}
+}

@@ -17,9 +17,9 @@ func (in *TurnOpenInput) Validate() error {
 		return Invalid("instruction", "instruction is required (a task.instruction record)")
 	}
 	if in.Instruction.Type == "" {
-		in.Instruction.Type = "task.instruction"
+		in.Instruction.Type = RecordTaskInstruction
 	}
-	if in.Instruction.Type != "task.instruction" {
+	if in.Instruction.Type != RecordTaskInstruction {
 		return Invalid("instruction.type", "the instruction is a task.instruction record, not %q", in.Instruction.Type)
 	}
 	if in.Dispatch != "" && !ValidSlug(in.Dispatch) {

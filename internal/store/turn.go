@@ -41,8 +41,8 @@ const (
 	qInsertOutput  = "INSERT INTO turn_output(turn_id, pos, record_id) VALUES(?,?,?)"
 	qRecordByID    = "SELECT " + recordCols + " FROM records WHERE id = ?"
 	qOutputTypes   = "SELECT r.type, count(*) FROM turn_output o CROSS JOIN records r ON r.id = o.record_id WHERE o.turn_id = ? GROUP BY r.type"
-	qOutputExtract = "SELECT o.record_id, r.type FROM turn_output o CROSS JOIN records r ON r.id = o.record_id WHERE o.turn_id = ? AND r.type IN ('memory.fact', 'memory.decision') ORDER BY o.pos"
-	qDeliverables  = "SELECT lr.record_id FROM ledger_records lr CROSS JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND r.type = 'task.deliverable' ORDER BY lr.pos"
+	qOutputExtract = "SELECT o.record_id, r.type FROM turn_output o CROSS JOIN records r ON r.id = o.record_id WHERE o.turn_id = ? AND r.type IN ('" + kura.RecordMemoryFact + "', '" + kura.RecordMemoryDecision + "') ORDER BY o.pos"
+	qDeliverables  = "SELECT lr.record_id FROM ledger_records lr CROSS JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ? AND r.type = '" + kura.RecordTaskDeliverable + "' ORDER BY lr.pos"
 )
 
 // turn reads a turn and its output so far inside a write transaction.
@@ -513,9 +513,9 @@ func (db *DB) AppendTurn(ctx context.Context, id string, in *kura.TurnAppend, op
 		if err != nil {
 			return err
 		}
-		have := types["task.deliverable"]
+		have := types[kura.RecordTaskDeliverable]
 		for _, r := range recs {
-			if r.Type == "task.deliverable" {
+			if r.Type == kura.RecordTaskDeliverable {
 				have++
 			}
 		}
@@ -578,9 +578,9 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string, by kura.Wri
 	if err != nil {
 		return nil, err
 	}
-	hasDeliverable := types["task.deliverable"] > 0
+	hasDeliverable := types[kura.RecordTaskDeliverable] > 0
 	var extract [][2]string
-	if types["memory.fact"]+types["memory.decision"] > 0 {
+	if types[kura.RecordMemoryFact]+types[kura.RecordMemoryDecision] > 0 {
 		rows, err := tx.Query(qOutputExtract, id)
 		if err != nil {
 			return nil, err
@@ -591,7 +591,8 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string, by kura.Wri
 				rows.Close()
 				return nil, err
 			}
-			extract = append(extract, [2]string{rid, strings.TrimPrefix(typ, "memory.")})
+			kind, _ := kura.ExtractedKind(typ) // qOutputExtract selects only these types
+			extract = append(extract, [2]string{rid, kind})
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -603,7 +604,7 @@ func (tx *Tx) closeTurn(id string, epoch *int64, status, why string, by kura.Wri
 			why = "closed without a deliverable"
 		}
 		content, _ := json.Marshal(map[string]string{"status": status, "turn_id": id, "reason": why})
-		p, err := tx.db.PrepareRecord(&kura.RecordInput{Type: "task.deliverable", Content: content, AuthorID: kuradIdentity}, "")
+		p, err := tx.db.PrepareRecord(&kura.RecordInput{Type: kura.RecordTaskDeliverable, Content: content, AuthorID: kuradIdentity}, "")
 		if err != nil {
 			return nil, err
 		}
@@ -723,9 +724,9 @@ func (db *DB) turnMemory(ctx context.Context, sessionID string, m *kura.MemoryRe
 	b.BundleID = uuid.Must(uuid.NewV7()).String()
 	var recs []*PreparedRecord
 	for _, it := range b.Buckets.UseNow {
-		typ := "memory.fact"
+		typ := kura.RecordMemoryFact
 		if strings.HasPrefix(it.Ref, "decision:") {
-			typ = "memory.decision"
+			typ = kura.RecordMemoryDecision
 		}
 		content, err := json.Marshal(it)
 		if err != nil {
