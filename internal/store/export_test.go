@@ -27,13 +27,3 @@ func SearchWeights() []float64 { return ftsWeights }
 
 // QueryWords are the words search matches of a query.
 func QueryWords(q string) []string { return queryWords(q) }
-
-// SetRankBounds sets the bounds of the search ranking's cost (a word is
-// common from common nodes on; budget nodes are ranked exhaustively; the
-// newest recent nodes holding only common words are ranked) until the
-// returned function restores them.
-func SetRankBounds(common, budget, recent int) (restore func()) {
-	c, b, r := commonWord, rankBudget, recentCommon
-	commonWord, rankBudget, recentCommon = common, budget, recent
-	return func() { commonWord, rankBudget, recentCommon = c, b, r }
-}

@@ -124,7 +124,7 @@ func explain(t *nodeFields, words []string) []kura.SearchReason {
 }
 
 // SearchNodes answers GET .../memory/search. With query words, the index
-// ranks the scope's nodes (lexicalSearch), a misspelt word is looked up
+// ranks the scope's nodes (lexical.search), a misspelt word is looked up
 // among the words the index holds (rankWithTypos), and each result's
 // reasons name the fields and words that matched. Without words, the
 // filters alone select, newest first. Search writes nothing; its queries
@@ -169,7 +169,7 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 	var hits []hit
 	var typos []typo
 	if len(words) > 0 {
-		counts, err := wordCounts(ctx, tx, db.pg != nil, sid, words)
+		counts, err := db.lexical().wordCounts(ctx, tx, sid, words)
 		if err != nil {
 			return nil, mapErr(err)
 		}

@@ -245,7 +245,7 @@ func ftsMatch(pg bool, expr string) string {
 
 // Memory search statements on PostgreSQL, in the argument order of
 // SQLite's (the match expression first, then the scope's rowid range).
-func pgCountWordSQL() string {
+func pgCountWordSQL(commonWord int) string {
 	return "(SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE doc @@ CAST(? AS tsquery) AND rowid BETWEEN ? AND ? LIMIT " +
 		strconv.Itoa(commonWord) + ") c)"
 }
@@ -264,10 +264,10 @@ func pgNodeJoin(where string) string {
 	return " JOIN nodes n ON n.nid = f.rowid & " + nidMask
 }
 
-// pgRecentSQL ranks the newest recentCommon matches of the scope.
-func pgRecentSQL(where string) string {
+// pgRecentSQL ranks the newest recent matches of the scope.
+func pgRecentSQL(where string, recent int) string {
 	q := "SELECT f.rowid, f.r FROM (SELECT f.rowid, " + nodeRankSQL + " AS r FROM CAST(? AS tsquery) q, node_fts f" +
-		" WHERE f.doc @@ q AND f.rowid BETWEEN ? AND ? ORDER BY f.rowid DESC LIMIT " + strconv.Itoa(recentCommon) + ") f" + pgNodeJoin(where)
+		" WHERE f.doc @@ q AND f.rowid BETWEEN ? AND ? ORDER BY f.rowid DESC LIMIT " + strconv.Itoa(recent) + ") f" + pgNodeJoin(where)
 	if where != "" {
 		q += " WHERE true" + where
 	}

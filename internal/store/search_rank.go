@@ -11,31 +11,56 @@ import (
 	"github.com/kura-memory/kura/internal/recall"
 )
 
-// The ranking (lexicalSearch) and what bounds its cost.
+// The ranking (lexical.search) and what bounds its cost (RankBounds).
 //
 // bm25() scores every node that holds any query word before anything can
 // be sorted, about a microsecond each, and for each word it first counts
 // the nodes of the whole index holding it (its IDF), about 0.03 µs a node.
 // A question holding a common word ("one", "time") matched tens of
 // thousands of a 100,000-node scope and took 50 ms. So the words are
-// counted first, in the scope, up to commonWord (0.1 µs a node, no
+// counted first, in the scope, up to CommonWord (0.1 µs a node, no
 // scoring), and then:
-//   - a query whose words are all rarer and match at most rankBudget nodes
+//   - a query whose words are all rarer and match at most Budget nodes
 //     is ranked whole, exactly (rankAll);
 //   - otherwise (rankPruned) the nodes holding one of the rarer words (at
-//     most rankBudget) are ranked exactly, against every word of the
+//     most Budget) are ranked exactly, against every word of the
 //     query; a node holding only common words is left out unless those
-//     nodes are fewer than the limit, and then the newest recentCommon
+//     nodes are fewer than the limit, and then the newest RecentCommon
 //     nodes holding any word are ranked too. A common word weighs little
 //     (its IDF is low), so such a node rarely deserves a place above one
 //     holding a rarer word.
 
-// The bounds (variables only so that tests can make them small).
-var (
-	commonWord   = 1500 // a word in this many of a scope's nodes is common
-	rankBudget   = 3000 // nodes ranked exhaustively at most
-	recentCommon = 1000 // nodes holding only common words ranked at most
-)
+// RankBounds bound the cost of memory search's ranking, as the comment
+// above says. A zero field takes its default; tests make them small to
+// reach every path with a few nodes.
+type RankBounds struct {
+	CommonWord   int // a word in this many of a scope's nodes is common (default 1500)
+	Budget       int // nodes ranked exhaustively at most (default 3000)
+	RecentCommon int // nodes holding only common words ranked at most (default 1000)
+}
+
+// withDefaults fills the zero bounds with the defaults.
+func (b RankBounds) withDefaults() RankBounds {
+	if b.CommonWord <= 0 {
+		b.CommonWord = 1500
+	}
+	if b.Budget <= 0 {
+		b.Budget = 3000
+	}
+	if b.RecentCommon <= 0 {
+		b.RecentCommon = 1000
+	}
+	return b
+}
+
+// lexical is how a store ranks by words: its engine (pg: PostgreSQL's
+// index, search_pg.go) and its bounds.
+type lexical struct {
+	pg bool
+	RankBounds
+}
+
+func (db *DB) lexical() lexical { return lexical{pg: db.pg != nil, RankBounds: db.cfg.RankBounds} }
 
 // ftsColumn is a column of node_fts: the weight bm25() gives a word found
 // there and the reason code it reports.
@@ -140,10 +165,9 @@ func queryWords(q string) []string {
 }
 
 // wordCounts counts, for each word, the nodes of scope sid that hold it,
-// stopping at commonWord: a count below it is exact, commonWord means
-// "common". A count costs a tenth of a microsecond a node, no scoring. pg
-// says the index is PostgreSQL's (search_pg.go), here and below.
-func wordCounts(ctx context.Context, q queryer, pg bool, sid int64, words []string) ([]int, error) {
+// stopping at CommonWord: a count below it is exact, CommonWord means
+// "common". A count costs a tenth of a microsecond a node, no scoring.
+func (l lexical) wordCounts(ctx context.Context, q queryer, sid int64, words []string) ([]int, error) {
 	if len(words) == 0 {
 		return nil, nil
 	}
@@ -155,13 +179,13 @@ func wordCounts(ctx context.Context, q queryer, pg bool, sid int64, words []stri
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if pg {
-			b.WriteString(pgCountWordSQL())
+		if l.pg {
+			b.WriteString(pgCountWordSQL(l.CommonWord))
 		} else {
 			b.WriteString("(SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE node_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT " +
-				strconv.Itoa(commonWord) + "))")
+				strconv.Itoa(l.CommonWord) + "))")
 		}
-		args = append(args, ftsMatch(pg, matchWords([]string{w})), lo, hi)
+		args = append(args, ftsMatch(l.pg, matchWords([]string{w})), lo, hi)
 	}
 	counts := make([]int, len(words))
 	dst := make([]any, len(words))
@@ -174,24 +198,24 @@ func wordCounts(ctx context.Context, q queryer, pg bool, sid int64, words []stri
 	return counts, nil
 }
 
-// lexicalSearch ranks the nodes of scope sid that hold any of words (as
-// the engine matches them: stemmed, folded) and pass f, best first, ties
-// to the older node (lower nid), at most limit of them. counts are
+// search ranks the nodes of scope sid that hold any of words (as the
+// engine matches them: stemmed, folded) and pass f, best first, ties to
+// the older node (lower nid), at most limit of them. counts are
 // wordCounts of words. Its cost is bounded as the comment above says. It is
 // the lexical ranking every search path shares.
-func lexicalSearch(ctx context.Context, q queryer, pg bool, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
+func (l lexical) search(ctx context.Context, q queryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
 	total, common := 0, false
 	for _, c := range counts {
 		total += c
-		common = common || c >= commonWord // the count stopped: there are more
+		common = common || c >= l.CommonWord // the count stopped: there are more
 	}
 	if len(words) == 0 || total == 0 {
 		return nil, nil
 	}
-	if !common && total <= rankBudget {
-		return rankAll(ctx, q, pg, sid, words, f, limit)
+	if !common && total <= l.Budget {
+		return rankAll(ctx, q, l.pg, sid, words, f, limit)
 	}
-	return rankPruned(ctx, q, pg, sid, words, counts, f, limit)
+	return l.rankPruned(ctx, q, sid, words, counts, f, limit)
 }
 
 // rankAll scores every node of scope sid holding any of words: the exact
@@ -218,8 +242,9 @@ func rankAll(ctx context.Context, q queryer, pg bool, sid int64, words []string,
 var nidMask = strconv.FormatInt(1<<nidBits-1, 10)
 
 // rankPruned ranks a query holding common words or matching more than
-// rankBudget nodes, as the comment above says.
-func rankPruned(ctx context.Context, q queryer, pg bool, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
+// Budget nodes, as the comment above says.
+func (l lexical) rankPruned(ctx context.Context, q queryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
+	pg := l.pg
 	order := make([]int, len(words))
 	for i := range order {
 		order[i] = i
@@ -228,7 +253,7 @@ func rankPruned(ctx context.Context, q queryer, pg bool, sid int64, words []stri
 	var rare, common []string
 	budget := 0
 	for _, i := range order {
-		if counts[i] < commonWord && budget+counts[i] <= rankBudget {
+		if counts[i] < l.CommonWord && budget+counts[i] <= l.Budget {
 			budget += counts[i]
 			rare = append(rare, words[i])
 		} else if counts[i] > 0 {
@@ -273,12 +298,12 @@ func rankPruned(ctx context.Context, q queryer, pg bool, sid int64, words []stri
 		// The newest nodes holding any word, the filters applied to them
 		// (so the work stays bounded however few pass).
 		sqlq := "SELECT f.rowid, f.r FROM (SELECT rowid, " + bm25Expr + " AS r FROM node_fts WHERE node_fts MATCH ? AND rowid BETWEEN ? AND ?" +
-			" ORDER BY rowid DESC LIMIT " + strconv.Itoa(recentCommon) + ") f" + join
+			" ORDER BY rowid DESC LIMIT " + strconv.Itoa(l.RecentCommon) + ") f" + join
 		if where != "" {
 			sqlq += " WHERE 1" + where
 		}
 		if pg {
-			sqlq = pgRecentSQL(where)
+			sqlq = pgRecentSQL(where, l.RecentCommon)
 		}
 		recent, err := scanHits(ctx, q, sqlq, append([]any{ftsMatch(pg, matchWords(words)), lo, hi}, f.args...)...)
 		if err != nil {

@@ -580,8 +580,7 @@ func TestSearch_CompileOrdersByRanking(t *testing.T) {
 // them. Scores are always the exact ones (BM25 over the scope, recall.BM25).
 func TestSearch_BoundedRanking(t *testing.T) {
 	t.Parallel()
-	defer store.SetRankBounds(10, 12, 6)()
-	db := MustOpenStore(t)
+	db := mustOpenConfig(t, store.Config{RankBounds: store.RankBounds{CommonWord: 10, Budget: 12, RecentCommon: 6}})
 	ctx := context.Background()
 	var ins []kura.NodeInput
 	for i := range 40 {

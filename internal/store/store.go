@@ -80,6 +80,9 @@ type Config struct {
 	// LogOrigin names a new database's log (empty: kura/<random>); an
 	// existing database keeps the origin it has.
 	LogOrigin string
+	// RankBounds bound memory search's ranking cost (search_rank.go); zero
+	// fields take the defaults. Tests make them small.
+	RankBounds RankBounds
 }
 
 // Hooks are points where a test may act inside an operation: an explicit
@@ -222,6 +225,7 @@ func New(cfg Config) *DB {
 	if cfg.RedactPurgeWait <= 0 {
 		cfg.RedactPurgeWait = defaultRedactPurgeWait
 	}
+	cfg.RankBounds = cfg.RankBounds.withDefaults()
 	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1), evCh: make(chan struct{}),
 		kbStmts: stmtCache{max: maxKBStmts}, searchStmts: stmtCache{max: maxSearchStmts}}
 }

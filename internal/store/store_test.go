@@ -65,10 +65,29 @@ func mustOpenAt(tb testing.TB, path string, key ed25519.PrivateKey) *store.DB {
 
 func openAt(tb testing.TB, path string, key ed25519.PrivateKey, c *clock) *store.DB {
 	tb.Helper()
-	if key == nil {
-		_, key, _ = ed25519.GenerateKey(rand.Reader)
+	return openConfig(tb, store.Config{Path: path, Signer: key, Now: c.now})
+}
+
+// mustOpenConfig is MustOpenStore with the settings of cfg (its test
+// knobs): a file in a temp dir, a new key and a fake clock where cfg has
+// none.
+func mustOpenConfig(tb testing.TB, cfg store.Config) *store.DB {
+	tb.Helper()
+	if cfg.Path == "" {
+		cfg.Path = filepath.Join(tb.TempDir(), "kura.db")
 	}
-	db := store.New(store.Config{Path: path, Signer: key, Now: c.now})
+	if cfg.Now == nil {
+		cfg.Now = (&clock{}).now
+	}
+	return openConfig(tb, cfg)
+}
+
+func openConfig(tb testing.TB, cfg store.Config) *store.DB {
+	tb.Helper()
+	if cfg.Signer == nil {
+		_, cfg.Signer, _ = ed25519.GenerateKey(rand.Reader)
+	}
+	db := store.New(cfg)
 	if err := db.Open(context.Background()); err != nil {
 		tb.Fatalf("open store: %v", err)
 	}

@@ -299,7 +299,7 @@ func (db *DB) rankWithTypos(ctx context.Context, q queryer, sid int64, words []s
 				cands = append(cands, c.term)
 			}
 		}
-		cc, err := wordCounts(ctx, q, db.pg != nil, sid, cands)
+		cc, err := db.lexical().wordCounts(ctx, q, sid, cands)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -324,7 +324,7 @@ func (db *DB) rankWithTypos(ctx context.Context, q queryer, sid int64, words []s
 			ranked, rankedCounts = append(ranked, near...), append(rankedCounts, nc...)
 		}
 	}
-	hits, err := lexicalSearch(ctx, q, db.pg != nil, sid, ranked, rankedCounts, f, limit)
+	hits, err := db.lexical().search(ctx, q, sid, ranked, rankedCounts, f, limit)
 	if err != nil || len(hits) >= limit || len(held) == 0 {
 		return hits, typos, err
 	}
@@ -345,7 +345,7 @@ func (db *DB) rankWithTypos(ctx context.Context, q queryer, sid int64, words []s
 	if len(extra) == 0 {
 		return hits, typos, nil
 	}
-	more, err := lexicalSearch(ctx, q, db.pg != nil, sid, extra, extraCounts, f, limit)
+	more, err := db.lexical().search(ctx, q, sid, extra, extraCounts, f, limit)
 	if err != nil {
 		return nil, nil, err
 	}
