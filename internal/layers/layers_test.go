@@ -68,6 +68,17 @@ const (
 	wiring
 )
 
+// only names packages that, besides wiring, only the listed packages may
+// import, whatever their layers say. auth sits with the pure rules (no I/O
+// but its file), so "adapters never import each other" lets every adapter
+// reach it; but tokens and principals are the HTTP edge's: the API checks
+// them and hands the store the caller's identity as a field
+// (docs/architecture.md), so neither the store nor another adapter may
+// know a caller's token.
+var only = map[string][]string{
+	"internal/auth": {"internal/api"},
+}
+
 // engines are the outside packages only adapters (and wiring) may use.
 var engines = []string{"database/sql", "modernc.org/sqlite", "github.com/jackc/pgx/", "net/http", "github.com/nats-io/", "github.com/go-chi/", "github.com/modelcontextprotocol/"}
 
@@ -137,6 +148,8 @@ func TestLayers(t *testing.T) {
 					t.Errorf("%s/%s imports %s: the domain package uses the standard library only", rel, name, to)
 				case tl > from || (tl == from && from == adapter):
 					t.Errorf("%s/%s imports %s: a layer imports only layers below it (adapters never each other)", rel, name, to)
+				case from != wiring && only[to] != nil && !slices.Contains(only[to], rel):
+					t.Errorf("%s/%s imports %s: only %s (and wiring) may", rel, name, to, strings.Join(only[to], ", "))
 				}
 				continue
 			}
