@@ -189,6 +189,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		reqID := middleware.GetReqID(r.Context())
 		s.log.Error("internal error", "req_id", reqID, "method", r.Method, "path", r.URL.Path, "err", err)
 		ke = &kura.Error{Code: kura.EInternal, Message: "internal error (request " + reqID + ")"}
+	} else if ke.Code == kura.EInternal {
+		// The store names kurad's own faults internal (a broken schema
+		// constraint, a log out of step): its message is for the caller,
+		// its cause for the log.
+		s.log.Error("internal error", "req_id", middleware.GetReqID(r.Context()), "method", r.Method, "path", r.URL.Path,
+			"err", err, "cause", ke.Cause)
 	}
 	status := statusOf(ke.Code)
 	if status == http.StatusServiceUnavailable {

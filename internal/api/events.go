@@ -385,6 +385,8 @@ func (s *Server) streamErrorBody(r *http.Request, err error) []byte {
 		reqID := middleware.GetReqID(r.Context())
 		s.log.Error("event stream failed", "req_id", reqID, "err", err)
 		ke = &kura.Error{Code: kura.EInternal, Message: "internal error (request " + reqID + ")"}
+	} else if ke.Code == kura.EInternal {
+		s.log.Error("event stream failed", "req_id", middleware.GetReqID(r.Context()), "err", err, "cause", ke.Cause)
 	}
 	b, _ := json.Marshal(map[string]any{"error": ke})
 	return b

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -395,5 +397,28 @@ func TestHandler_ReplayRechecksBody(t *testing.T) {
 	}
 	if got := f.called(); len(got) != 1 {
 		t.Fatalf("store calls %v, want one", got)
+	}
+}
+
+// TestHandler_InternalErrorLogged: a store error the store itself names
+// internal (a broken schema constraint) answers 500 with its message, and
+// its cause goes to the log with the request, never into the answer.
+func TestHandler_InternalErrorLogged(t *testing.T) {
+	t.Parallel()
+	var log bytes.Buffer
+	f := newFakeStore()
+	f.fail = &kura.Error{Code: kura.EInternal, Message: "internal error: a write broke a constraint of the schema",
+		Cause: errors.New("NOT NULL constraint failed: secret_table.secret_column")}
+	h := api.New(api.Config{Tokens: auth.NewTable(handlerTokens(t, "*")), RecordTypes: []string{"note"},
+		Logger: slog.New(slog.NewTextHandler(&log, nil))}, f, nil).Handler()
+	a := call(h, hWriter, "POST", "/v1/records", `{"type":"note","author_id":"agent:w","content":{"text":"hi"}}`, "")
+	if a.status != http.StatusInternalServerError || errorCode(t, a.body) != kura.EInternal {
+		t.Fatalf("got %d %s, want 500 %s", a.status, a.body, kura.EInternal)
+	}
+	if strings.Contains(string(a.body), "secret_column") {
+		t.Errorf("answer %s carries the cause", a.body)
+	}
+	if got := log.String(); !strings.Contains(got, "secret_table.secret_column") || !strings.Contains(got, "path=/v1/records") {
+		t.Errorf("log %q: want the cause and the path", got)
 	}
 }

@@ -22,8 +22,10 @@
 //     packages (kura.MergeNode, kura.TurnOpenInput.Validate,
 //     admission.DecidingRelations...): a store loads, calls the rule and
 //     writes, so a second store reuses the rules instead of rewriting them;
-//   - failures carry kura codes: a uniqueness race is kura.EConflict, a
-//     failing disk carries kura.ErrStorage, a cancelled request
+//   - failures carry kura codes: a uniqueness race is kura.EConflict, any
+//     other constraint the schema enforces (NOT NULL, CHECK, FOREIGN KEY)
+//     kura.EInternal, since validation should have refused the row first;
+//     a failing disk carries kura.ErrStorage, a cancelled request
 //     kura.EUnavailable;
 //   - the caller's identity and the idempotent answer arrive as explicit
 //     inputs (kura.Writer, CreatedBy, kura.WriteOption), never from ctx.

@@ -637,15 +637,29 @@ func mapErr(err error) error {
 		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
 			return &kura.Error{Code: kura.EUnavailable, Message: msgStorageFailing, Cause: kura.ErrStorage}
 		}
-		// A uniqueness constraint that fires is a write racing another
-		// for the same name: the caller's conflict, not kurad's fault.
 		switch se.Code() {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			// A uniqueness constraint that fires is a write racing another
+			// for the same name: the caller's conflict, not kurad's fault.
 			return &kura.Error{Code: kura.EConflict, Message: "a conflicting write holds this name; retry or choose another"}
+		}
+		if se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
+			// NOT NULL, CHECK, FOREIGN KEY or any other constraint: every
+			// input is validated and every reference resolved, in the
+			// writer's own transaction, before a statement runs, so the
+			// schema refusing a row means that validation let through
+			// what it should have refused. That is kurad's bug, not the
+			// caller's invalid_argument: internal, with the SQLite error
+			// as the cause for the log and nothing of it in the answer.
+			return &kura.Error{Code: kura.EInternal, Message: msgConstraintBroken, Cause: err}
 		}
 	}
 	return err
 }
+
+// msgConstraintBroken answers a write the schema refused though validation
+// passed it (mapErr); the constraint and its table are in kurad's log.
+const msgConstraintBroken = "internal error: a write broke a constraint of the schema (kurad's log has it)"
 
 // walKickPages is the number of WAL frames written since the last
 // checkpoint after which the writer asks for one early, so a burst of
