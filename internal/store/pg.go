@@ -331,6 +331,8 @@ func mapPGErr(err error) error {
 	switch {
 	case pe.Code == "23505": // unique_violation
 		return &kura.Error{Code: kura.EConflict, Message: "a conflicting write holds this name; retry or choose another"}
+	case pe.Code[:2] == "23": // not_null, check, foreign_key, exclusion...: as on SQLite (mapErr), kurad's bug
+		return &kura.Error{Code: kura.EInternal, Message: msgConstraintBroken, Cause: err}
 	case pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "55P03": // serialization, deadlock, lock not available
 		return &kura.Error{Code: kura.EUnavailable, Message: "the database is busy; retry"}
 	case pe.Code == "53100": // disk_full

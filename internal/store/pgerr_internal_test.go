@@ -1,0 +1,49 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/kura-memory/kura/internal/kura"
+)
+
+// TestMapPGErr maps PostgreSQL failures by SQLSTATE as mapErr maps
+// SQLite's by extended code.
+func TestMapPGErr(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		state string
+		want  string // kura code; "" = not mapped here
+	}{
+		{"23505", kura.EConflict},    // unique_violation: a racing write
+		{"23502", kura.EInternal},    // not_null_violation: validation let it through
+		{"23514", kura.EInternal},    // check_violation
+		{"23503", kura.EInternal},    // foreign_key_violation
+		{"40P01", kura.EUnavailable}, // deadlock_detected
+		{"40001", kura.EUnavailable}, // serialization_failure
+		{"53100", kura.EStorageFull}, // disk_full
+		{"57P01", kura.EUnavailable}, // admin_shutdown
+		{"42601", ""},                // syntax_error: a bug, left as it is
+	} {
+		t.Run(tc.state, func(t *testing.T) {
+			// Wrapped as the driver wraps it (statementErr).
+			err := fmt.Errorf("%w (statement %q)", &pgconn.PgError{Code: tc.state, Message: "secret detail"}, "INSERT ...")
+			got := mapPGErr(err)
+			if tc.want == "" {
+				if got != nil {
+					t.Fatalf("got %v, want no mapping", got)
+				}
+				return
+			}
+			var ke *kura.Error
+			if !errors.As(got, &ke) || ke.Code != tc.want {
+				t.Fatalf("got %v, want code %s", got, tc.want)
+			}
+			if tc.want == kura.EInternal && !errors.Is(ke.Cause, err) {
+				t.Fatalf("cause %v, want the PostgreSQL error kept for the log", ke.Cause)
+			}
+		})
+	}
+}
