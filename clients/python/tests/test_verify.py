@@ -453,25 +453,125 @@ class SignatureUnavailableTests(unittest.TestCase):
                 verify.ledger(lg, recs, W["pk"], parent_hashes=parents, check_signatures=False)
 
 
+def without(obj: dict, field: str) -> dict:
+    return {k: v for k, v in obj.items() if k != field}
+
+
+class MissingFieldTests(unittest.TestCase):
+    """A field of kurad's answer deleted or malformed is a tamper like any
+    other: VerificationError naming the check and the field, never
+    InvalidInput, TypeError or KeyError."""
+
+    def setUp(self) -> None:
+        self.lg, self.recs, self.parents = ledger_and_records(W["out"])
+
+    def assert_fails(self, what: str, field: str, fn) -> None:
+        with self.assertRaises(kura.VerificationError) as cm:
+            fn()
+        self.assertEqual(cm.exception.what, what, str(cm.exception))
+        self.assertIn(field, str(cm.exception))
+
+    def test_record_fields(self) -> None:
+        cases = [  # field, the check it belongs to, a malformed value
+            ("content", "content_hash", None),
+            ("content_hash", "content_hash", 12),
+            ("hash", "hash", "zz" * 32),
+            ("type", "hash", ["agent.thought"]),
+            ("author_id", "hash", 7),
+            ("seal", "seal", "AB" * 32),
+            ("created_at", "seal", 1764000000),
+            ("metadata", "seal", "step 0"),
+        ]
+        r = self.recs[0]
+        for field, what, bad in cases:
+            # (r has metadata: without it the seal is computed over {}, and
+            # the message names metadata among what does not hash to seal.)
+            for name, rec in (("deleted", without(r, field)), ("malformed", dict(r, **{field: bad}))):
+                with self.subTest(field=field, case=name):
+                    self.assert_fails(what, field, lambda: verify.record(rec))
+                    recs = [rec] + self.recs[1:]
+                    self.assert_fails(what, field, lambda: verify.ledger(self.lg, recs, W["pk"], check_signatures=SIGNATURES))
+                    self.assert_fails(what, field, lambda: verify.inclusion(C.ledger_proof(self.lg["id"], r["id"]), rec))
+
+    def test_ledger_fields(self) -> None:
+        cases = [
+            ("root_hash", "root", "not hex"),
+            ("hash", "ledger_hash", None),
+            ("label", "ledger_hash", 3),
+            ("created_at", "ledger_hash", False),
+            ("parent_hashes", "ledger_hash", "ab" * 32),
+            ("parent_ids", "ledger_hash", "one"),
+            ("signature", "signature", 5),
+            ("record_ids", "order", "all of them"),
+            ("record_count", "order", "four"),
+        ]
+        for field, what, bad in cases:
+            variants = [("malformed", dict(self.lg, **{field: bad}))]
+            if field not in ("parent_ids", "record_ids", "record_count"):  # these three may be absent
+                variants.append(("deleted", without(self.lg, field)))
+            for name, lg in variants:
+                with self.subTest(field=field, case=name):
+                    # A missing or non-hex signature fails before any
+                    # Ed25519 check, so that case runs without cryptography.
+                    sigs = SIGNATURES or what == "signature"
+                    self.assert_fails(what, field, lambda: verify.ledger(lg, self.recs, W["pk"], check_signatures=sigs))
+
+    def test_inclusion_proof_fields(self) -> None:
+        r = self.recs[1]
+        proof = C.ledger_proof(self.lg["id"], r["id"])
+        for field, bad in (("root_hash", "ab"), ("audit_path", ["zz"]), ("leaf_index", "0"), ("tree_size", None)):
+            for name, p in (("deleted", without(proof, field)), ("malformed", dict(proof, **{field: bad}))):
+                with self.subTest(field=field, case=name):
+                    self.assert_fails("root", field, lambda: verify.inclusion(p, r))
+
+    def test_head_move_fields(self) -> None:
+        e = C.reflog(W["session"])[0]
+        for field in ("seq", "head_hash", "signature"):
+            with self.subTest(field=field):
+                self.assert_fails("head_signature", "signature" if field == "signature" else field,
+                                  lambda: verify.head_move(W["session"], without(e, field), W["pk"]))
+
+    def test_log_inclusion_fields(self) -> None:
+        cp = verify.checkpoint(C.log_checkpoint(), W["vkey"], check_signatures=False)
+        p = C.log_inclusion(ledger_id=W["out"], size=cp.size)
+        for field, what, bad in (("seq", "log_proof", "1"), ("size", "log_root", None), ("leaf_hash", "log_leaf", "!!"),
+                                 ("proof", "log_proof", ["AAAA"]), ("leaf", "log_leaf", "not base64!")):
+            variants = [("malformed", dict(p, **{field: bad}))]
+            if field != "leaf":  # leaf is optional
+                variants.append(("deleted", without(p, field)))
+            for name, q in variants:
+                with self.subTest(field=field, case=name):
+                    self.assert_fails(what, field, lambda: verify.log_inclusion(q, cp))
+
+    def test_export_fields(self) -> None:
+        def drop(kind: str, field: str):
+            def fn(objs):
+                del first(objs, kind)[field]
+            return fn
+        for kind, field, what in (("record", "seal", "seal"), ("record", "author_id", "hash"),
+                                  ("ledger", "hash", "ledger_hash"), ("ledger", "root_hash", "root")):
+            with self.subTest(kind=kind, field=field):
+                self.assert_fails(what, field, lambda: verify.session_export(tampered_export(drop(kind, field)), W["pk"],
+                                                                             check_signatures=SIGNATURES))
+
+
 class BadInputTests(unittest.TestCase):
+    """What the caller passes wrongly is InvalidInput (a ValueError), not a
+    verification failure."""
+
     def test_bad_input(self) -> None:
         lg, recs, parents = ledger_and_records(W["out"])
-        r = dict(recs[0])
-        del r["seal"]
         cases = [
-            lambda: verify.record(r),
             lambda: verify.record("not a record"),  # type: ignore[arg-type]
-            lambda: verify.record({}),
-            # parents without their hashes (JSON from a kurad that did not carry them)
-            lambda: verify.ledger({k: v for k, v in lg.items() if k != "parent_hashes"}, recs, W["pk"]),
+            lambda: verify.record(None),  # type: ignore[arg-type]
             lambda: verify.ledger(lg, recs, "ed25519:xyz", parent_hashes=parents),
             lambda: verify.ledger(lg, "abc", W["pk"], parent_hashes=parents),  # type: ignore[arg-type]
-            lambda: verify.inclusion({"leaf_index": 0}, recs[0]),
-            lambda: verify.inclusion(dict(C.ledger_proof(lg["id"], recs[0]["id"]), audit_path=["zz"]), recs[0]),
+            lambda: verify.ledger(lg, recs, W["pk"], parent_hashes=parents * 2),
+            lambda: verify.ledger([lg], recs, W["pk"]),  # type: ignore[arg-type]
+            lambda: verify.inclusion([], recs[0]),  # type: ignore[arg-type]
             lambda: verify.session_export(["{not json"], W["pk"]),
             lambda: verify.session_export(['{"kind":"thing","id":"x"}'], W["pk"]),
             lambda: verify.checkpoint(C.log_checkpoint(), "not-a-vkey"),
-            lambda: verify.log_inclusion({"seq": 1}, verify.checkpoint(C.log_checkpoint(), W["vkey"], check_signatures=False)),
         ]
         for i, fn in enumerate(cases):
             with self.subTest(case=i):
