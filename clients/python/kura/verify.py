@@ -669,8 +669,8 @@ def session_export(source: str | os.PathLike[str] | Iterable[str], public_key: s
     seen_redacted: set[str] = set()
     for lg in ledgers:
         subject = "ledger " + lg["id"]
-        rids = lg.get("record_ids") or []
-        if not isinstance(rids, list) or not all(isinstance(r, str) for r in rids):
+        rids = _need(lg, "record_ids", "order", subject, "list")
+        if not all(isinstance(r, str) for r in rids):
             raise VerificationError("order", subject, "the 'record_ids' field is not a list of ids", "a list", _short(rids))
         missing = [r for r in rids if r not in recs]
         if missing:

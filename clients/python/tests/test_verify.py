@@ -549,7 +549,8 @@ class MissingFieldTests(unittest.TestCase):
                 del first(objs, kind)[field]
             return fn
         for kind, field, what in (("record", "seal", "seal"), ("record", "author_id", "hash"),
-                                  ("ledger", "hash", "ledger_hash"), ("ledger", "root_hash", "root")):
+                                  ("ledger", "hash", "ledger_hash"), ("ledger", "root_hash", "root"),
+                                  ("ledger", "record_ids", "order")):
             with self.subTest(kind=kind, field=field):
                 self.assert_fails(what, field, lambda: verify.session_export(tampered_export(drop(kind, field)), W["pk"],
                                                                              check_signatures=SIGNATURES))
