@@ -27,7 +27,7 @@ build:
 ## the Raspberry Pi cross builds smoke-tested under qemu-user. PostgreSQL
 ## (the Debian package's initdb and pg_ctl) is required, not skipped.
 test: vet
-	KURA_REQUIRE_POSTGRES=1 $(GO) test -race -timeout 20m ./...
+	KURA_REQUIRE_POSTGRES=1 KURA_REQUIRE_CHROMIUM=1 $(GO) test -race -timeout 20m ./...
 	$(MAKE) test-postgres
 	$(MAKE) test-clients
 	$(MAKE) fuzz-ci

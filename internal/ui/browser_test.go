@@ -20,7 +20,9 @@ import (
 
 // The console's tests drive a real headless Chromium (Debian's chromium,
 // which .ci/run installs) through chromedp. One browser serves the whole
-// package; every test gets its own tab and its own kurad.
+// package; every test gets its own tab and its own kurad. Without a
+// Chromium they skip, saying so; KURA_REQUIRE_CHROMIUM=1 (make test sets it)
+// makes that a failure, as KURA_REQUIRE_POSTGRES does for PostgreSQL.
 
 var (
 	browserOnce   sync.Once
@@ -103,13 +105,33 @@ type response struct {
 	status int64
 }
 
-// openConsole opens a tab at base + "/ui/#" + route.
-func openConsole(t *testing.T, base, route string) *page {
+// needBrowser returns the shared browser. Without one the test skips, or
+// fails under KURA_REQUIRE_CHROMIUM=1.
+func needBrowser(t *testing.T) context.Context {
 	t.Helper()
 	bctx, err := startBrowser()
 	if err != nil {
-		t.Skipf("no headless Chromium (%v): install Debian's chromium (.ci/run does) or set KURA_CHROMIUM", err)
+		if os.Getenv("KURA_REQUIRE_CHROMIUM") == "1" {
+			t.Fatalf("no headless Chromium (%v), and KURA_REQUIRE_CHROMIUM=1: install Debian's chromium or set KURA_CHROMIUM", err)
+		}
+		t.Skipf("no headless Chromium (%v): install Debian's chromium (.ci/run does) or set KURA_CHROMIUM; KURA_REQUIRE_CHROMIUM=1 makes this a failure", err)
 	}
+	return bctx
+}
+
+// openConsole opens a tab at base + "/ui/#" + route.
+func openConsole(t *testing.T, base, route string) *page {
+	t.Helper()
+	p := openTab(t, base)
+	p.navigate(route)
+	return p
+}
+
+// openTab opens an empty tab that records the problems of the pages it
+// loads from base (the page's origin).
+func openTab(t *testing.T, base string) *page {
+	t.Helper()
+	bctx := needBrowser(t)
 	tab, cancelTab := chromedp.NewContext(bctx)
 	ctx, cancel := context.WithTimeout(tab, 90*time.Second)
 	p := &page{t: t, ctx: ctx, base: base}
@@ -173,7 +195,6 @@ func openConsole(t *testing.T, base, route string) *page {
 			t.Fatal(err)
 		}
 	}
-	p.navigate(route)
 	return p
 }
 

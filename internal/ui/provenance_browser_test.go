@@ -43,6 +43,31 @@ func graphShape(p *page) (refs, edges []string) {
 	return refs, edges
 }
 
+// edgesThroughVertices lists the edges whose drawn path passes through the
+// box of a vertex other than its two ends (sampled every 2 px along the
+// path, 1 px inside the box): such an edge reads as two, or hides.
+func edgesThroughVertices(p *page) []string {
+	return eval[[]string](p, `(() => {
+		const svg = document.querySelector("main .graph svg");
+		const boxes = [...svg.querySelectorAll("a.node")].map((a) => {
+			const r = a.querySelector("rect");
+			return { ref: a.dataset.ref, x: +r.getAttribute("x"), y: +r.getAttribute("y"), w: +r.getAttribute("width"), h: +r.getAttribute("height") };
+		});
+		const bad = new Set();
+		for (const e of svg.querySelectorAll("path.edge")) {
+			const len = e.getTotalLength();
+			for (let s = 0; s <= len; s += 2) {
+				const pt = e.getPointAtLength(s);
+				for (const b of boxes) {
+					if (b.ref === e.dataset.from || b.ref === e.dataset.to) continue;
+					if (pt.x > b.x + 1 && pt.x < b.x + b.w - 1 && pt.y > b.y + 1 && pt.y < b.y + b.h - 1) bad.add(e.dataset.from + " -> " + e.dataset.to + " crosses " + b.ref);
+				}
+			}
+		}
+		return [...bad];
+	})()`)
+}
+
 // TestConsole_ProvenanceDrawsEveryNodeOnce is the acceptance check: the
 // provenance of a three-level lineage holding a diamond draws each vertex
 // exactly once and each lineage edge once, traced from the middle (both
@@ -77,6 +102,9 @@ func TestConsole_ProvenanceDrawsEveryNodeOnce(t *testing.T) {
 			if got := p.text("#prov-counts"); !contains(got, "5 vertices, 5 edges") {
 				t.Errorf("counts line = %q", got)
 			}
+			if bad := edgesThroughVertices(p); len(bad) > 0 {
+				t.Errorf("edges drawn through other vertices: %q", bad)
+			}
 			// Every vertex is a link a keyboard reaches: a node goes to its
 			// own provenance, the record to its record view.
 			hrefs := eval[map[string]string](p, `Object.fromEntries([...document.querySelectorAll("main .graph svg a.node")].map(a => [a.dataset.ref, a.getAttribute("href")]))`)
@@ -106,5 +134,47 @@ func TestConsole_ProvenanceDrawsEveryNodeOnce(t *testing.T) {
 	p.waitFor(`document.querySelector("main .graph svg a.node.focus") !== null`)
 	if got := eval[string](p, `document.querySelector("main .graph svg a.node.focus").dataset.ref`); got != "decision:keep" {
 		t.Errorf("highlighted vertex = %q", got)
+	}
+}
+
+// TestConsole_ProvenanceSkipLayerEdges: an edge that skips a layer (a belief
+// derived from the record and from an episode derived from that record) is
+// routed around the vertices between its ends, not drawn through them, so
+// every edge the counts line names can be seen:
+//
+//	record ─┬─> episode:run ─┬─> belief:fast ──┬─> decision:keep
+//	        ├─> note:load ───┼─────────────────┤
+//	        ├────────────────┘                 │
+//	        └──────────────────────────────────┘
+func TestConsole_ProvenanceSkipLayerEdges(t *testing.T) {
+	base := kuradtest.Start(t)
+	rec := postJSON(t, base, "/v1/records", `{"type":"agent.thought","content":"REST answers in 2 ms p99","author_id":"agent:bmo"}`, http.StatusCreated)
+	r := "record:" + rec["id"].(string)
+	for _, body := range []string{
+		`{"kind":"episode","id":"run","title":"Benchmark run","summary":"2 ms p99","derived_from":["` + r + `"]}`,
+		`{"kind":"note","id":"load","title":"Pi load","summary":"CPU under 40%","derived_from":["` + r + `"]}`,
+		`{"kind":"belief","id":"fast","title":"REST is fast enough","summary":"keep REST","derived_from":["episode:run","` + r + `"]}`,
+		`{"kind":"decision","id":"keep","title":"Keep the API on REST","summary":"decided","derived_from":["belief:fast","note:load","` + r + `"]}`,
+	} {
+		postJSON(t, base, "/v1/scopes/prov/memory/nodes", body, http.StatusCreated)
+	}
+	p := openConsole(t, base, "/provenance/prov/decision:keep")
+	p.waitFor(`document.querySelectorAll("main .graph svg path.edge").length > 0`)
+	if got := p.text("#prov-counts"); !contains(got, "5 vertices, 7 edges") {
+		t.Errorf("counts line = %q, want 5 vertices, 7 edges", got)
+	}
+	if _, edges := graphShape(p); len(edges) != 7 {
+		t.Errorf("edges drawn = %q, want 7", edges)
+	}
+	if bad := edgesThroughVertices(p); len(bad) > 0 {
+		t.Errorf("edges drawn through other vertices: %q", bad)
+	}
+	// No two arrows meet at one point: each can be seen and counted.
+	ends := eval[int](p, `new Set([...document.querySelectorAll("main .graph svg path.edge")].map((e) => {
+		const pt = e.getPointAtLength(e.getTotalLength());
+		return Math.round(pt.x) + "," + Math.round(pt.y);
+	})).size`)
+	if ends != 7 {
+		t.Errorf("the 7 edges end at %d distinct points, want 7", ends)
 	}
 }

@@ -266,7 +266,7 @@ class Client:
         """Fetch a ledger, its records and its parents' hashes, and check
         them here with kura.verify.ledger against ``public_key``."""
         lg = self.get_ledger(ledger_id)
-        parents = [self.get_ledger(p)["hash"] for p in lg.get("parent_ids") or []]
+        parents = [self.get_ledger(p).get("hash") for p in lg.get("parent_ids") or []]
         return _verify.ledger(lg, self.all_ledger_records(ledger_id), public_key, parent_hashes=parents,
                               check_signatures=check_signatures)
 

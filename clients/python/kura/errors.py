@@ -143,7 +143,9 @@ class SignatureUnavailable(KuraError):
 
 class InvalidInput(KuraError, ValueError):
     """What the caller handed in is not what the function takes: a record
-    missing a field, a hash that is not hex, an unreadable export line."""
+    that is not an object, a public key that is not ``ed25519:<hex>``, an
+    unreadable export line. (A field missing from kurad's answer is a
+    VerificationError: the data does not verify.)"""
 
 
 __all__.append("InvalidInput")

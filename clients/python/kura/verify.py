@@ -10,8 +10,13 @@ Every function takes the JSON exactly as kurad returns it (decoded with
 raises on the first failure it finds, checking the lowest level first (a
 changed content is reported as ``content_hash``, not as the root it breaks).
 
-Malformed input (a record without a ``seal``, a hash that is not hex) raises
-:class:`kura.InvalidInput` instead: nothing was verified.
+A field of kurad's answer that is missing or malformed (a record without a
+``seal``, a ``root_hash`` that is not hex, a ``record_ids`` that is not a
+list) is a VerificationError too, naming the check the field belongs to and
+the field: what was handed in does not verify, whether a field was changed
+or deleted. :class:`kura.InvalidInput` is kept for what the caller passes
+wrongly: a record that is not an object at all, a public key that is not
+``ed25519:<hex>``, records that are not a list, an unreadable export line.
 
 Ed25519 signatures are checked with the ``cryptography`` package. Without it
 a signature check raises :class:`kura.SignatureUnavailable` unless the caller
@@ -91,16 +96,46 @@ def parse_public_key(public_key: str) -> bytes:
     return b
 
 
-def _field(obj: Any, name: str, kind: str, types: type | tuple[type, ...] = str) -> Any:
+def _object(obj: Any, kind: str) -> Mapping[str, Any]:
+    """obj itself when it is a JSON object; anything else is the caller's mistake."""
     if not isinstance(obj, Mapping):
-        raise InvalidInput("%s is not a JSON object" % kind)
-    if name not in obj:
-        raise InvalidInput("%s %s has no %r field" % (kind, obj.get("id", "?"), name))
+        raise InvalidInput("%s is not a JSON object (got %s)" % (kind, type(obj).__name__))
+    return obj
+
+
+def _subject(obj: Mapping[str, Any], kind: str) -> str:
+    """"record <id>" for messages; an id is not covered by any hash, so a
+    missing one is no failure by itself."""
+    i = obj.get("id")
+    return "%s %s" % (kind, i) if isinstance(i, str) and i else "%s (no id)" % kind
+
+
+_HEX = frozenset("0123456789abcdef")
+_KINDS = {"string": "a string", "hash": "a hex SHA-256 digest", "int": "an integer", "list": "a list"}
+
+
+def _need(obj: Mapping[str, Any], name: str, what: str, subject: str, kind: str = "string") -> Any:
+    """obj[name], which the check ``what`` reads: missing or of another kind
+    is a VerificationError naming both. Kinds: "string", "hash" (64
+    lowercase hex digits, as kurad writes them), "int", "list"."""
+    want = _KINDS[kind]
+    if obj.get(name) is None:
+        raise VerificationError(what, subject, "the %r field is missing" % name, want, "none")
     v = obj[name]
-    if not isinstance(v, types) or isinstance(v, bool) and types is not bool:
-        raise InvalidInput("%s %s: %r is not a %s" % (kind, obj.get("id", "?"), name,
-                                                       getattr(types, "__name__", "valid value")))
+    if kind == "hash":
+        ok = isinstance(v, str) and len(v) == 64 and set(v) <= _HEX
+    elif kind == "int":
+        ok = isinstance(v, int) and not isinstance(v, bool)
+    else:
+        ok = isinstance(v, {"string": str, "list": list}[kind])
+    if not ok:
+        raise VerificationError(what, subject, "the %r field is not %s" % (name, want), want, _short(v))
     return v
+
+
+def _short(v: Any) -> str:
+    r = repr(v) if isinstance(v, str) else json.dumps(v, default=repr)
+    return r if len(r) <= 80 else r[:77] + "..."
 
 
 # ---------------------------------------------------------------- records
@@ -122,17 +157,12 @@ def record(record: Mapping[str, Any]) -> RecordReport:
     value one level below, so the lowest level that changed is reported.
     A redacted or withheld record (``content`` null) keeps only its
     content_hash, which is then taken as given."""
-    rid = _field(record, "id", "record")
-    subject = "record " + rid
-    typ = _field(record, "type", "record")
-    author = _field(record, "author_id", "record")
-    stored_ch = _field(record, "content_hash", "record")
-    stored_hash = _field(record, "hash", "record")
-    stored_seal = _field(record, "seal", "record")
-    created_at = _field(record, "created_at", "record")
-    metadata = record.get("metadata")
-    if metadata is not None and not isinstance(metadata, Mapping):
-        raise InvalidInput("%s: metadata is not an object" % subject)
+    record = _object(record, "record")
+    rid = record.get("id") if isinstance(record.get("id"), str) else ""
+    subject = _subject(record, "record")
+    # Each level's fields are read where that level is checked, so the
+    # lowest level that fails is the one reported, deleted fields included.
+    stored_ch = _need(record, "content_hash", "content_hash", subject, "hash")
     redacted = bool(record.get("redacted"))
     withheld = bool(record.get("withheld"))
     content = record.get("content")
@@ -140,7 +170,8 @@ def record(record: Mapping[str, Any]) -> RecordReport:
         ch = stored_ch
     else:
         if "content" not in record:
-            raise InvalidInput("%s has no 'content' field (and is not marked redacted)" % subject)
+            raise VerificationError("content_hash", subject, "the 'content' field is missing (and the record is not "
+                                    "marked redacted or withheld)", stored_ch, "none")
         try:
             ch = hashes.content_hash(content)
         except JCSError as e:
@@ -149,10 +180,18 @@ def record(record: Mapping[str, Any]) -> RecordReport:
         if ch != stored_ch:
             raise VerificationError("content_hash", subject, "the content does not hash to content_hash",
                                     stored_ch, ch)
+    stored_hash = _need(record, "hash", "hash", subject, "hash")
+    typ = _need(record, "type", "hash", subject)
+    author = _need(record, "author_id", "hash", subject)
     h = hashes.record_hash(typ, ch, author)
     if h != stored_hash:
         raise VerificationError("hash", subject, "type, content_hash and author_id do not hash to hash",
                                 stored_hash, h)
+    stored_seal = _need(record, "seal", "seal", subject, "hash")
+    created_at = _need(record, "created_at", "seal", subject)
+    metadata = record.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise VerificationError("seal", subject, "the 'metadata' field is not an object", "an object", _short(metadata))
     seal = hashes.record_seal(h, metadata, created_at)
     if seal != stored_seal:
         raise VerificationError("seal", subject, "hash, metadata and created_at do not hash to seal",
@@ -179,12 +218,15 @@ class LedgerReport:
 
 def _check_signature(public_key: str, message: bytes, signature: Any, what: str, subject: str) -> None:
     pk = parse_public_key(public_key)
-    if not isinstance(signature, str) or not signature:
-        raise VerificationError(what, subject, "not signed", "a signature by " + public_key, "none")
+    if signature is None or signature == "":
+        raise VerificationError(what, subject, "not signed (the 'signature' field is missing or empty)",
+                                "a signature by " + public_key, "none")
     try:
-        sig = bytes.fromhex(signature)
+        sig = bytes.fromhex(signature) if isinstance(signature, str) else None
     except ValueError:
-        raise VerificationError(what, subject, "the signature is not hex") from None
+        sig = None
+    if sig is None:
+        raise VerificationError(what, subject, "the 'signature' field is not hex", "128 hex digits", _short(signature))
     if not _ed25519_verify(pk, message, sig):
         raise VerificationError(what, subject, "the signature does not verify against " + public_key)
 
@@ -199,31 +241,25 @@ def ledger(ledger: Mapping[str, Any], records: Sequence[Mapping[str, Any]], publ
     The ledger hash covers the parents' hashes: kurad's ledger JSON carries
     them (``parent_hashes``), and ``parent_hashes=`` overrides them with
     hashes of parents the caller verified itself. A ledger with parents and
-    neither is InvalidInput. A wrong parent hash fails the hash check (the
+    neither fails ``ledger_hash``: its hash cannot be checked (the message
+    says what to pass). A wrong parent hash fails the hash check (the
     hash is signed); the caller should compare the returned hash with one it
     trusts (or rely on the signature)."""
-    lid = _field(ledger, "id", "ledger")
-    subject = "ledger " + lid
-    stored_root = _field(ledger, "root_hash", "ledger")
-    stored_hash = _field(ledger, "hash", "ledger")
-    label = _field(ledger, "label", "ledger")
-    created_at = _field(ledger, "created_at", "ledger")
-    parent_ids = ledger.get("parent_ids") or []
-    record_ids = ledger.get("record_ids") or []
+    ledger = _object(ledger, "ledger")
+    lid = ledger.get("id") if isinstance(ledger.get("id"), str) else ""
+    subject = _subject(ledger, "ledger")
     if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
         raise InvalidInput("%s: records must be a list of records in ledger order" % subject)
-    if parent_hashes is None:
-        parent_hashes = ledger.get("parent_hashes")
-    if parent_hashes is None:
-        if parent_ids:
-            raise InvalidInput("%s has %d parent(s): pass parent_hashes=[hash of each of parent_ids] "
-                               "(Client.verify_ledger fetches them)" % (subject, len(parent_ids)))
-        parent_hashes = []
-    if len(parent_hashes) != len(parent_ids):
-        raise InvalidInput("%s has %d parent(s), %d parent hashes given" % (subject, len(parent_ids), len(parent_hashes)))
 
-    given = [r.get("id") if isinstance(r, Mapping) else None for r in records]
+    record_ids = ledger.get("record_ids")
+    if record_ids is None:
+        record_ids = []
+    elif not isinstance(record_ids, list) or not all(isinstance(i, str) for i in record_ids):
+        raise VerificationError("order", subject, "the 'record_ids' field is not a list of ids", "a list", _short(record_ids))
     count = ledger.get("record_count", len(record_ids))
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise VerificationError("order", subject, "the 'record_count' field is not a number", "a number", _short(count))
+    given = [r.get("id") if isinstance(r, Mapping) else None for r in records]
     if count != len(records):
         raise VerificationError("order", subject, "the ledger holds %s records, %d given" % (count, len(records)),
                                 str(count), str(len(records)))
@@ -233,25 +269,54 @@ def ledger(ledger: Mapping[str, Any], records: Sequence[Mapping[str, Any]], publ
                                 "(first difference at position %d)" % pos,
                                 str(record_ids[pos]) if pos < len(record_ids) else "end",
                                 str(given[pos]) if pos < len(given) else "end")
-    report = LedgerReport(ledger_id=lid, hash=stored_hash, root_hash=stored_root, records_checked=0,
-                          signatures_checked=False)
     seals: list[bytes] = []
+    redacted: list[str] = []
+    withheld: list[str] = []
     for r in records:
         rr = record(r)
         seals.append(bytes.fromhex(rr.seal))
-        report.records_checked += 1
         if rr.redacted:
-            report.redacted.append(rr.id)
+            redacted.append(rr.id)
         if rr.withheld:
-            report.withheld.append(rr.id)
+            withheld.append(rr.id)
+
+    stored_root = _need(ledger, "root_hash", "root", subject, "hash")
     root = hashes.merkle_root(seals).hex()
     if root != stored_root:
         raise VerificationError("root", subject, "the record seals do not hash to root_hash", stored_root, root)
+
+    stored_hash = _need(ledger, "hash", "ledger_hash", subject, "hash")
+    label = _need(ledger, "label", "ledger_hash", subject)
+    created_at = _need(ledger, "created_at", "ledger_hash", subject)
+    parent_ids = ledger.get("parent_ids")
+    if parent_ids is None:
+        parent_ids = []
+    elif not isinstance(parent_ids, list):
+        raise VerificationError("ledger_hash", subject, "the 'parent_ids' field is not a list", "a list", _short(parent_ids))
+    if parent_hashes is not None:  # the caller's: a wrong count is the caller's mistake
+        if isinstance(parent_hashes, (str, bytes)) or len(parent_hashes) != len(parent_ids):
+            raise InvalidInput("%s has %d parent(s); parent_hashes= must give one hash for each" % (subject, len(parent_ids)))
+    else:
+        parent_hashes = ledger.get("parent_hashes")
+        if parent_hashes is None:
+            if parent_ids:
+                raise VerificationError("ledger_hash", subject, "the ledger has %d parent(s) and no 'parent_hashes' field, "
+                                        "so its hash cannot be checked: pass parent_hashes=[hash of each of parent_ids] "
+                                        "(Client.verify_ledger fetches them)" % len(parent_ids),
+                                        "%d parent hashes" % len(parent_ids), "none")
+            parent_hashes = []
+        elif not isinstance(parent_hashes, list) or len(parent_hashes) != len(parent_ids):
+            raise VerificationError("ledger_hash", subject, "the 'parent_hashes' field does not hold one hash per parent",
+                                    "%d hashes" % len(parent_ids), _short(parent_hashes))
+    if not all(isinstance(p, str) for p in parent_hashes):
+        raise VerificationError("ledger_hash", subject, "a parent hash is not a string", "hex digests", _short(list(parent_hashes)))
     h = hashes.ledger_hash(root, list(parent_hashes), label, created_at)
     if h != stored_hash:
         raise VerificationError("ledger_hash", subject,
                                 "root_hash, parent hashes, label and created_at do not hash to hash",
                                 stored_hash, h)
+    report = LedgerReport(ledger_id=lid, hash=stored_hash, root_hash=stored_root, records_checked=len(records),
+                          signatures_checked=False, redacted=redacted, withheld=withheld)
     if check_signatures:
         if public_key is None:
             raise InvalidInput("%s: no public key to check the signature with (pass /v1/info's public_key, "
@@ -267,20 +332,23 @@ def inclusion(proof: Mapping[str, Any], record: Mapping[str, Any]) -> RecordRepo
     ``GET /v1/ledgers/{id}/proof/{record_id}`` from its recomputed seal to
     the proof's ``root_hash``. Compare ``proof["root_hash"]`` with the
     ``root_hash`` of a ledger you verified."""
+    proof = _object(proof, "inclusion proof")
     rep = _verify_record(record)
-    subject = "proof of record %s" % rep.id
-    if isinstance(proof, Mapping) and proof.get("record_id") not in (None, rep.id):
+    subject = "proof of record %s" % (rep.id or "(no id)")
+    if proof.get("record_id") not in (None, rep.id):
         raise VerificationError("order", subject, "the proof is for another record", str(proof.get("record_id")), rep.id)
-    if isinstance(proof, Mapping) and proof.get("seal") not in (None, rep.seal):
+    if proof.get("seal") not in (None, rep.seal):
         raise VerificationError("seal", subject, "the proof names another seal", str(proof.get("seal")), rep.seal)
-    index = _field(proof, "leaf_index", "proof", int)
-    size = _field(proof, "tree_size", "proof", int)
-    root = hashes.decode_hash(_field(proof, "root_hash", "proof"), "root_hash")
-    path_hex = _field(proof, "audit_path", "proof", list)
-    try:
-        path = [hashes.decode_hash(p, "audit_path[%d]" % i) for i, p in enumerate(path_hex)]
-    except ValueError as e:
-        raise InvalidInput("%s: %s" % (subject, e)) from None
+    index = _need(proof, "leaf_index", "root", subject, "int")
+    size = _need(proof, "tree_size", "root", subject, "int")
+    root = bytes.fromhex(_need(proof, "root_hash", "root", subject, "hash"))
+    path_hex = _need(proof, "audit_path", "root", subject, "list")
+    path = []
+    for i, p in enumerate(path_hex):
+        if not (isinstance(p, str) and len(p) == 64 and set(p) <= _HEX):
+            raise VerificationError("root", subject, "audit_path[%d] is not a hex SHA-256 digest" % i,
+                                    "a hex SHA-256 digest", _short(p))
+        path.append(bytes.fromhex(p))
     got = hashes.root_from_inclusion(hashes.leaf_hash(bytes.fromhex(rep.seal)), index, size, path)
     if got != root:
         raise VerificationError("root", subject, "the audit path from the seal does not lead to root_hash",
@@ -290,8 +358,10 @@ def inclusion(proof: Mapping[str, Any], record: Mapping[str, Any]) -> RecordRepo
 
 def head_move(session_id: str, entry: Mapping[str, Any], public_key: str) -> None:
     """Check the signature of one reflog entry (``GET /v1/sessions/{id}/reflog``)."""
-    seq = _field(entry, "seq", "head move", int)
-    head_hash = _field(entry, "head_hash", "head move")
+    entry = _object(entry, "head move")
+    subject = "head move %s of session %s" % (entry.get("seq", "(no seq)"), session_id)
+    seq = _need(entry, "seq", "head_signature", subject, "int")
+    head_hash = _need(entry, "head_hash", "head_signature", subject)
     _check_signature(public_key, hashes.head_signing_message(session_id, seq, head_hash), entry.get("signature"),
                      "head_signature", "head move %d of session %s" % (seq, session_id))
 
@@ -429,16 +499,23 @@ def checkpoint(text: str | bytes, log_vkey: str, witness_vkeys: Iterable[str] = 
     return cp
 
 
-def _proof_hashes(proof: Any, subject: str) -> list[bytes]:
+def _b64_field(v: Any, what: str, subject: str, name: str, size: int | None = 32) -> bytes:
+    """Decode base64 v, a field of kurad's answer read by the check what:
+    anything else is a VerificationError naming the field."""
+    try:
+        b = base64.b64decode(v, validate=True) if isinstance(v, str) else None
+    except (binascii.Error, ValueError):
+        b = None
+    if b is None or (size is not None and len(b) != size):
+        want = "a base64 %d-byte hash" % size if size else "base64"
+        raise VerificationError(what, subject, "%s is not %s" % (name, want), want, _short(v))
+    return b
+
+
+def _proof_hashes(proof: Any, what: str, subject: str) -> list[bytes]:
     if not isinstance(proof, list):
-        raise InvalidInput("%s: proof is not a list of base64 hashes" % subject)
-    out = []
-    for i, s in enumerate(proof):
-        b = _unb64(s, "%s: proof[%d]" % (subject, i))
-        if len(b) != 32:
-            raise InvalidInput("%s: proof[%d] is not a 32-byte hash" % (subject, i))
-        out.append(b)
-    return out
+        raise VerificationError(what, subject, "the 'proof' field is not a list of base64 hashes", "a list", _short(proof))
+    return [_b64_field(s, what, subject, "proof[%d]" % i) for i, s in enumerate(proof)]
 
 
 def log_inclusion(proof: Mapping[str, Any], cp: Checkpoint) -> bytes:
@@ -446,19 +523,20 @@ def log_inclusion(proof: Mapping[str, Any], cp: Checkpoint) -> bytes:
     event with ``seq`` is leaf seq-1 of the checkpoint's tree. When the
     proof carries ``leaf`` (base64 leaf data, for a lookup by ledger) the
     data must hash to ``leaf_hash``. Returns the leaf hash."""
-    seq = _field(proof, "seq", "log inclusion proof", int)
-    size = _field(proof, "size", "log inclusion proof", int)
-    subject = "log %s seq %d" % (cp.origin, seq)
-    lh = _unb64(_field(proof, "leaf_hash", "log inclusion proof"), subject + ": leaf_hash")
+    proof = _object(proof, "log inclusion proof")
+    subject = "log %s seq %s" % (cp.origin, proof.get("seq", "(no seq)"))
+    seq = _need(proof, "seq", "log_proof", subject, "int")
+    size = _need(proof, "size", "log_root", subject, "int")
+    lh = _b64_field(proof.get("leaf_hash"), "log_leaf", subject, "leaf_hash")
     if proof.get("leaf"):
-        data = _unb64(proof["leaf"], subject + ": leaf")
+        data = _b64_field(proof["leaf"], "log_leaf", subject, "leaf", None)
         got = hashes.leaf_hash(data)
         if got != lh:
             raise VerificationError("log_leaf", subject, "the leaf data does not hash to leaf_hash", _b64(lh), _b64(got))
     if size != cp.size:
         raise VerificationError("log_root", subject, "the proof is for a tree of another size than the checkpoint's",
                                 str(cp.size), str(size))
-    path = _proof_hashes(proof.get("proof"), subject)
+    path = _proof_hashes(proof.get("proof"), "log_proof", subject)
     if not 1 <= seq <= cp.size:
         raise VerificationError("log_proof", subject, "seq is not in a tree of size %d" % cp.size)
     got_root = hashes.root_from_inclusion(lh, seq - 1, cp.size, path)
@@ -472,6 +550,7 @@ def log_consistency(proof: Mapping[str, Any], old: Checkpoint, new: Checkpoint) 
     """Check ``GET /v1/log/consistency`` between two verified checkpoints:
     the newer tree extends the older one (same origin, not smaller, same
     root at the same size, else a valid RFC 9162 consistency proof)."""
+    proof = _object(proof, "log consistency proof")
     subject = "log %s %d -> %d" % (old.origin, old.size, new.size)
     if old.origin != new.origin:
         raise VerificationError("log_consistency", subject, "the origins differ", old.origin, new.origin)
@@ -486,7 +565,7 @@ def log_consistency(proof: Mapping[str, Any], old: Checkpoint, new: Checkpoint) 
         return
     if proof.get("old") not in (None, old.size) or proof.get("new") not in (None, new.size):
         raise VerificationError("log_consistency", subject, "the proof is for sizes %s -> %s" % (proof.get("old"), proof.get("new")))
-    path = _proof_hashes(proof.get("proof"), subject)
+    path = _proof_hashes(proof.get("proof"), "log_consistency", subject)
     got = hashes.root_from_consistency(old.size, new.size, old.root, path)
     if got != new.root:
         raise VerificationError("log_consistency", subject, "the consistency proof does not lead from the old root to the new one",
@@ -495,7 +574,7 @@ def log_consistency(proof: Mapping[str, Any], old: Checkpoint, new: Checkpoint) 
 
 def _check_ledger_leaf(inc: Mapping[str, Any], ledger_id: str, ledger_hash_hex: str) -> None:
     subject = "log leaf of ledger " + ledger_id
-    data = _unb64(inc.get("leaf") or "", subject)
+    data = _b64_field(inc.get("leaf"), "log_leaf", subject, "leaf", None)
     try:
         leaf = json.loads(data)
     except ValueError:
@@ -590,15 +669,20 @@ def session_export(source: str | os.PathLike[str] | Iterable[str], public_key: s
     seen_redacted: set[str] = set()
     for lg in ledgers:
         subject = "ledger " + lg["id"]
-        rids = lg.get("record_ids") or []
+        rids = _need(lg, "record_ids", "order", subject, "list")
+        if not all(isinstance(r, str) for r in rids):
+            raise VerificationError("order", subject, "the 'record_ids' field is not a list of ids", "a list", _short(rids))
         missing = [r for r in rids if r not in recs]
         if missing:
             raise VerificationError("order", subject, "record %s is not in the export" % missing[0])
+        pids = lg.get("parent_ids") or []
+        if not isinstance(pids, list) or not all(isinstance(p, str) for p in pids):
+            raise VerificationError("ledger_hash", subject, "the 'parent_ids' field is not a list of ids", "a list", _short(pids))
         parents = []
-        for pid in lg.get("parent_ids") or []:
+        for pid in pids:
             if pid not in by_id:
                 raise VerificationError("chain", subject, "parent ledger %s is not in the export" % pid)
-            parents.append(by_id[pid]["hash"])
+            parents.append(by_id[pid].get("hash"))
         lr = ledger(lg, [recs[r] for r in rids], public_key, parent_hashes=parents, check_signatures=check_signatures)
         rep.ledgers_checked += 1
         rep.records_checked += lr.records_checked
@@ -623,7 +707,10 @@ def session_export(source: str | os.PathLike[str] | Iterable[str], public_key: s
         if session.get("head_hash") != head["hash"]:
             raise VerificationError("head_hash", ssub, "the session's head_hash is not the head ledger's hash", head["hash"], str(session.get("head_hash")))
     last = None
-    for i, e in enumerate(session.get("reflog") or []):
+    reflog = session.get("reflog") or []
+    if not isinstance(reflog, list) or not all(isinstance(e, dict) for e in reflog):
+        raise VerificationError("reflog", ssub, "the 'reflog' field is not a list of head moves", "a list", _short(reflog))
+    for i, e in enumerate(reflog):
         seq = e.get("seq")
         if check_signatures:
             head_move(sid, e, public_key)

@@ -183,3 +183,28 @@ class CuttingProxy:
     def close(self) -> None:
         self._stop = True
         self.sock.close()
+
+
+def _have_signatures() -> bool:
+    try:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+#: Whether Ed25519 signatures can be checked here (the ``cryptography``
+#: package). Tests of signatures skip without it; tests of hashes pass
+#: ``check_signatures=SIGNATURES`` and run either way.
+SIGNATURES = _have_signatures()
+
+#: Why a signature test skipped.
+NO_SIGNATURES = ("the Python package 'cryptography' is not installed, so Ed25519 signatures cannot be checked "
+                 "(apt install python3-cryptography, or pip install cryptography); kura.verify raises "
+                 "SignatureUnavailable then, which SignatureUnavailableTests checks")
+
+
+def needs_signatures(f):
+    """Skip a test of Ed25519 signatures when cryptography is missing."""
+    import unittest
+    return unittest.skipUnless(SIGNATURES, NO_SIGNATURES)(f)

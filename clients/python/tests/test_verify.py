@@ -18,7 +18,7 @@ from unittest import mock
 import kura
 from kura import verify
 
-from .support import Kurad, kura_bin
+from .support import SIGNATURES, Kurad, kura_bin, needs_signatures
 
 K: Kurad
 C: kura.Client
@@ -86,6 +86,7 @@ class ValidTests(unittest.TestCase):
             self.assertEqual(rep.seal, r["seal"])
             self.assertFalse(rep.redacted)
 
+    @needs_signatures
     def test_ledgers(self) -> None:
         for lid in (W["ctx"], W["out"]):
             lg, recs, parents = ledger_and_records(lid)
@@ -100,10 +101,10 @@ class ValidTests(unittest.TestCase):
         lg, recs, parents = ledger_and_records(W["out"])
         self.assertTrue(lg["parent_ids"])
         self.assertEqual(lg["parent_hashes"], parents)
-        verify.ledger(lg, recs, W["pk"])
+        verify.ledger(lg, recs, W["pk"], check_signatures=SIGNATURES)
         forged = dict(lg, parent_hashes=["00" * 32])
         with self.assertRaises(kura.VerificationError) as cm:
-            verify.ledger(forged, recs, W["pk"])
+            verify.ledger(forged, recs, W["pk"], check_signatures=SIGNATURES)
         self.assertEqual(cm.exception.what, "ledger_hash")
 
     def test_inclusion(self) -> None:
@@ -113,12 +114,14 @@ class ValidTests(unittest.TestCase):
             self.assertEqual(proof["root_hash"], lg["root_hash"])
             verify.inclusion(proof, r)
 
+    @needs_signatures
     def test_head_moves(self) -> None:
         moves = C.reflog(W["session"])
         self.assertGreaterEqual(len(moves), 4)
         for e in moves:
             verify.head_move(W["session"], e, W["pk"])
 
+    @needs_signatures
     def test_export_from_cli(self) -> None:
         rep = verify.session_export(W["export"], W["pk"], expect_head_hash=W["first_ctx_hash"])
         self.assertEqual(rep.session_id, W["session"])
@@ -134,6 +137,7 @@ class ValidTests(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+    @needs_signatures
     def test_live_verify_session(self) -> None:
         rep = C.verify_session(W["session"], W["pk"], expect_head_hash=W["first_ctx_hash"])
         self.assertEqual(rep.ledgers_checked, 4)
@@ -148,7 +152,7 @@ class ValidTests(unittest.TestCase):
         self.assertTrue(got["redacted"])
         self.assertIsNone(got["content"])
         self.assertTrue(verify.record(got).redacted)
-        rep = verify.ledger(C.get_ledger(lg["id"]), C.all_ledger_records(lg["id"]), W["pk"])
+        rep = verify.ledger(C.get_ledger(lg["id"]), C.all_ledger_records(lg["id"]), W["pk"], check_signatures=SIGNATURES)
         self.assertEqual(rep.redacted, [r["id"]])
 
 
@@ -158,7 +162,8 @@ class TamperTests(unittest.TestCase):
 
     def check(self, what: str, lg: dict | None = None, recs: list | None = None) -> kura.VerificationError:
         with self.assertRaises(kura.VerificationError) as cm:
-            verify.ledger(lg or self.lg, self.recs if recs is None else recs, W["pk"], parent_hashes=self.parents)
+            verify.ledger(lg or self.lg, self.recs if recs is None else recs, W["pk"], parent_hashes=self.parents,
+                          check_signatures=SIGNATURES)
         self.assertEqual(cm.exception.what, what, str(cm.exception))
         self.assertIn(W["out"] if what in ("order", "root", "ledger_hash", "signature") else "record ", str(cm.exception))
         return cm.exception
@@ -191,12 +196,14 @@ class TamperTests(unittest.TestCase):
         lg = dict(self.lg, label="another-label")
         self.check("ledger_hash", lg=lg)
 
+    @needs_signatures
     def test_ledger_signature(self) -> None:
         sig = self.lg["signature"]
         lg = dict(self.lg, signature=("0" if sig[0] != "0" else "1") + sig[1:])
         self.check("signature", lg=lg)
         self.check("signature", lg=dict(self.lg, signature=""))
 
+    @needs_signatures
     def test_signature_by_another_key(self) -> None:
         with self.assertRaises(kura.VerificationError) as cm:
             verify.ledger(self.lg, self.recs, "ed25519:" + "11" * 32, parent_hashes=self.parents)
@@ -231,7 +238,7 @@ class TamperTests(unittest.TestCase):
         self.check("ledger_hash", lg=dict(self.lg, hash="ef" * 32))
         self.check("ledger_hash", lg=dict(self.lg, created_at="2026-01-01T00:00:00.000000000Z"))
         with self.assertRaises(kura.VerificationError) as cm:
-            verify.ledger(self.lg, self.recs, W["pk"], parent_hashes=["00" * 32])
+            verify.ledger(self.lg, self.recs, W["pk"], parent_hashes=["00" * 32], check_signatures=SIGNATURES)
         self.assertEqual(cm.exception.what, "ledger_hash")
 
     def test_inclusion_path(self) -> None:
@@ -263,6 +270,7 @@ def first(objs: list[dict], kind: str, pred=lambda o: True) -> dict:
 
 class ExportTamperTests(unittest.TestCase):
     def check(self, what: str, fn, **kw) -> None:
+        kw.setdefault("check_signatures", SIGNATURES)
         with self.assertRaises(kura.VerificationError) as cm:
             verify.session_export(tampered_export(fn), W["pk"], **kw)
         self.assertEqual(cm.exception.what, what, str(cm.exception))
@@ -273,6 +281,7 @@ class ExportTamperTests(unittest.TestCase):
     def test_ledger_line_label(self) -> None:
         self.check("ledger_hash", lambda objs: first(objs, "ledger").update(label="x"))
 
+    @needs_signatures
     def test_ledger_line_signature(self) -> None:
         def fn(objs):
             lg = first(objs, "ledger")
@@ -289,6 +298,7 @@ class ExportTamperTests(unittest.TestCase):
             objs.remove(first(objs, "ledger"))
         self.check("chain", fn)
 
+    @needs_signatures
     def test_head_move_signature(self) -> None:
         def fn(objs):
             e = objs[0]["reflog"][1]
@@ -308,6 +318,7 @@ class ExportTamperTests(unittest.TestCase):
     def test_no_session(self) -> None:
         self.check("head", lambda objs: objs.pop(0))
 
+    @needs_signatures
     def test_checkpoint_signature(self) -> None:
         def fn(objs):
             lg = objs[0]["log"]
@@ -332,6 +343,7 @@ class ExportTamperTests(unittest.TestCase):
     def test_log_root(self) -> None:
         self.check("log_root", lambda objs: objs[0]["log"]["inclusions"][0].update(size=1))
 
+    @needs_signatures
     def test_witness_missing(self) -> None:
         self.check("log_cosignature", lambda objs: None, witness_keys=[witness()[1]])
 
@@ -352,6 +364,7 @@ def cosign(text: str, key, kid: bytes, name: str = "witness.example/w1", t: int 
 
 
 class LogTests(unittest.TestCase):
+    @needs_signatures
     def test_checkpoint_valid_and_invalid(self) -> None:
         text = C.log_checkpoint()
         cp = verify.checkpoint(text, W["vkey"])
@@ -368,6 +381,7 @@ class LogTests(unittest.TestCase):
             verify.checkpoint(text, other)
         self.assertEqual(cm.exception.what, "log_signature")
 
+    @needs_signatures
     def test_cosignatures(self) -> None:
         text = C.log_checkpoint()
         key, vkey, kid = witness()
@@ -383,10 +397,10 @@ class LogTests(unittest.TestCase):
         self.assertEqual(cm.exception.what, "log_cosignature")
 
     def test_inclusion_and_consistency(self) -> None:
-        old = verify.checkpoint(C.log_checkpoint(), W["vkey"])
+        old = verify.checkpoint(C.log_checkpoint(), W["vkey"], check_signatures=SIGNATURES)
         C.put_record("agent.thought", {"more": True}, "agent:tester")
         C.put_record("agent.thought", {"more": 2}, "agent:tester")
-        new = verify.checkpoint(C.log_checkpoint(), W["vkey"])
+        new = verify.checkpoint(C.log_checkpoint(), W["vkey"], check_signatures=SIGNATURES)
         self.assertGreater(new.size, old.size)
         for seq in (1, old.size // 2, old.size, new.size):
             verify.log_inclusion(C.log_inclusion(seq=seq, size=new.size), new)
@@ -439,25 +453,126 @@ class SignatureUnavailableTests(unittest.TestCase):
                 verify.ledger(lg, recs, W["pk"], parent_hashes=parents, check_signatures=False)
 
 
+def without(obj: dict, field: str) -> dict:
+    return {k: v for k, v in obj.items() if k != field}
+
+
+class MissingFieldTests(unittest.TestCase):
+    """A field of kurad's answer deleted or malformed is a tamper like any
+    other: VerificationError naming the check and the field, never
+    InvalidInput, TypeError or KeyError."""
+
+    def setUp(self) -> None:
+        self.lg, self.recs, self.parents = ledger_and_records(W["out"])
+
+    def assert_fails(self, what: str, field: str, fn) -> None:
+        with self.assertRaises(kura.VerificationError) as cm:
+            fn()
+        self.assertEqual(cm.exception.what, what, str(cm.exception))
+        self.assertIn(field, str(cm.exception))
+
+    def test_record_fields(self) -> None:
+        cases = [  # field, the check it belongs to, a malformed value
+            ("content", "content_hash", None),
+            ("content_hash", "content_hash", 12),
+            ("hash", "hash", "zz" * 32),
+            ("type", "hash", ["agent.thought"]),
+            ("author_id", "hash", 7),
+            ("seal", "seal", "AB" * 32),
+            ("created_at", "seal", 1764000000),
+            ("metadata", "seal", "step 0"),
+        ]
+        r = self.recs[0]
+        for field, what, bad in cases:
+            # (r has metadata: without it the seal is computed over {}, and
+            # the message names metadata among what does not hash to seal.)
+            for name, rec in (("deleted", without(r, field)), ("malformed", dict(r, **{field: bad}))):
+                with self.subTest(field=field, case=name):
+                    self.assert_fails(what, field, lambda: verify.record(rec))
+                    recs = [rec] + self.recs[1:]
+                    self.assert_fails(what, field, lambda: verify.ledger(self.lg, recs, W["pk"], check_signatures=SIGNATURES))
+                    self.assert_fails(what, field, lambda: verify.inclusion(C.ledger_proof(self.lg["id"], r["id"]), rec))
+
+    def test_ledger_fields(self) -> None:
+        cases = [
+            ("root_hash", "root", "not hex"),
+            ("hash", "ledger_hash", None),
+            ("label", "ledger_hash", 3),
+            ("created_at", "ledger_hash", False),
+            ("parent_hashes", "ledger_hash", "ab" * 32),
+            ("parent_ids", "ledger_hash", "one"),
+            ("signature", "signature", 5),
+            ("record_ids", "order", "all of them"),
+            ("record_count", "order", "four"),
+        ]
+        for field, what, bad in cases:
+            variants = [("malformed", dict(self.lg, **{field: bad}))]
+            if field not in ("parent_ids", "record_ids", "record_count"):  # these three may be absent
+                variants.append(("deleted", without(self.lg, field)))
+            for name, lg in variants:
+                with self.subTest(field=field, case=name):
+                    # A missing or non-hex signature fails before any
+                    # Ed25519 check, so that case runs without cryptography.
+                    sigs = SIGNATURES or what == "signature"
+                    self.assert_fails(what, field, lambda: verify.ledger(lg, self.recs, W["pk"], check_signatures=sigs))
+
+    def test_inclusion_proof_fields(self) -> None:
+        r = self.recs[1]
+        proof = C.ledger_proof(self.lg["id"], r["id"])
+        for field, bad in (("root_hash", "ab"), ("audit_path", ["zz"]), ("leaf_index", "0"), ("tree_size", None)):
+            for name, p in (("deleted", without(proof, field)), ("malformed", dict(proof, **{field: bad}))):
+                with self.subTest(field=field, case=name):
+                    self.assert_fails("root", field, lambda: verify.inclusion(p, r))
+
+    def test_head_move_fields(self) -> None:
+        e = C.reflog(W["session"])[0]
+        for field in ("seq", "head_hash", "signature"):
+            with self.subTest(field=field):
+                self.assert_fails("head_signature", "signature" if field == "signature" else field,
+                                  lambda: verify.head_move(W["session"], without(e, field), W["pk"]))
+
+    def test_log_inclusion_fields(self) -> None:
+        cp = verify.checkpoint(C.log_checkpoint(), W["vkey"], check_signatures=False)
+        p = C.log_inclusion(ledger_id=W["out"], size=cp.size)
+        for field, what, bad in (("seq", "log_proof", "1"), ("size", "log_root", None), ("leaf_hash", "log_leaf", "!!"),
+                                 ("proof", "log_proof", ["AAAA"]), ("leaf", "log_leaf", "not base64!")):
+            variants = [("malformed", dict(p, **{field: bad}))]
+            if field != "leaf":  # leaf is optional
+                variants.append(("deleted", without(p, field)))
+            for name, q in variants:
+                with self.subTest(field=field, case=name):
+                    self.assert_fails(what, field, lambda: verify.log_inclusion(q, cp))
+
+    def test_export_fields(self) -> None:
+        def drop(kind: str, field: str):
+            def fn(objs):
+                del first(objs, kind)[field]
+            return fn
+        for kind, field, what in (("record", "seal", "seal"), ("record", "author_id", "hash"),
+                                  ("ledger", "hash", "ledger_hash"), ("ledger", "root_hash", "root"),
+                                  ("ledger", "record_ids", "order")):
+            with self.subTest(kind=kind, field=field):
+                self.assert_fails(what, field, lambda: verify.session_export(tampered_export(drop(kind, field)), W["pk"],
+                                                                             check_signatures=SIGNATURES))
+
+
 class BadInputTests(unittest.TestCase):
+    """What the caller passes wrongly is InvalidInput (a ValueError), not a
+    verification failure."""
+
     def test_bad_input(self) -> None:
         lg, recs, parents = ledger_and_records(W["out"])
-        r = dict(recs[0])
-        del r["seal"]
         cases = [
-            lambda: verify.record(r),
             lambda: verify.record("not a record"),  # type: ignore[arg-type]
-            lambda: verify.record({}),
-            # parents without their hashes (JSON from a kurad that did not carry them)
-            lambda: verify.ledger({k: v for k, v in lg.items() if k != "parent_hashes"}, recs, W["pk"]),
+            lambda: verify.record(None),  # type: ignore[arg-type]
             lambda: verify.ledger(lg, recs, "ed25519:xyz", parent_hashes=parents),
             lambda: verify.ledger(lg, "abc", W["pk"], parent_hashes=parents),  # type: ignore[arg-type]
-            lambda: verify.inclusion({"leaf_index": 0}, recs[0]),
-            lambda: verify.inclusion(dict(C.ledger_proof(lg["id"], recs[0]["id"]), audit_path=["zz"]), recs[0]),
+            lambda: verify.ledger(lg, recs, W["pk"], parent_hashes=parents * 2),
+            lambda: verify.ledger([lg], recs, W["pk"]),  # type: ignore[arg-type]
+            lambda: verify.inclusion([], recs[0]),  # type: ignore[arg-type]
             lambda: verify.session_export(["{not json"], W["pk"]),
             lambda: verify.session_export(['{"kind":"thing","id":"x"}'], W["pk"]),
             lambda: verify.checkpoint(C.log_checkpoint(), "not-a-vkey"),
-            lambda: verify.log_inclusion({"seq": 1}, verify.checkpoint(C.log_checkpoint(), W["vkey"])),
         ]
         for i, fn in enumerate(cases):
             with self.subTest(case=i):

@@ -54,6 +54,17 @@ export class KuraTimeoutError extends KuraConnectionError {
   override name = "KuraTimeoutError";
 }
 
+/**
+ * A check could not run here, so nothing was checked: the synchronous
+ * functions (verifyRecord, verifyLedger, ...) need node:crypto, which a
+ * browser does not have (use the Async variants there), and the Async ones
+ * need WebCrypto (a secure context). Not a VerificationError: nothing was
+ * found wrong with the data.
+ */
+export class VerificationUnavailableError extends KuraError {
+  override name = "VerificationUnavailableError";
+}
+
 /** What a verification found wrong (the binding names of API.md and the export/log checks). */
 export type VerificationWhat =
   | "content_hash" | "hash" | "seal" | "root" | "ledger_hash" | "signature" | "order"

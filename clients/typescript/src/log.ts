@@ -175,10 +175,11 @@ function decodeProof(proof: unknown, obj: string, what: "log_proof" | "log_consi
  * leaf data when the proof carried it.
  */
 export function* verifyLogInclusionG(proof: LogInclusionProof, checkpoint: Checkpoint): Check<Uint8Array | null> {
-  if (!proof || typeof proof !== "object" || !Number.isSafeInteger(proof.seq) || !Number.isSafeInteger(proof.size)) {
-    throw new TypeError("kura: verify log inclusion: the proof has no seq and size (GET /v1/log/inclusion answers them)");
-  }
+  if (!proof || typeof proof !== "object") throw new TypeError("kura: verify log inclusion: the proof is not an object (pass GET /v1/log/inclusion as answered)");
   const obj = `log inclusion of seq ${proof.seq}`;
+  // A missing or malformed seq or size is kurad's answer failing, like a wrong one.
+  if (!Number.isSafeInteger(proof.seq)) throw new VerificationError(problem("log_proof", obj, undefined, undefined, `the "seq" field is missing or not an integer`));
+  if (!Number.isSafeInteger(proof.size)) throw new VerificationError(problem("log_root", obj, undefined, undefined, `the "size" field is missing or not an integer`));
   if (proof.size !== checkpoint.size) {
     throw new VerificationError(problem("log_root", obj, String(checkpoint.size), String(proof.size), "the proof is for another tree size than the checkpoint's"));
   }

@@ -5,6 +5,8 @@
 // synchronously in Node, and runAsync with WebCrypto (crypto.subtle), so the
 // same checks run in browsers as verifyRecordAsync(r) and friends.
 
+import { VerificationUnavailableError } from "./errors.js";
+
 /** One operation a check asks its driver to do. */
 export type Op =
   | { op: "sha256"; data: Uint8Array }
@@ -53,8 +55,8 @@ export function syncVerificationAvailable(): boolean {
 
 function requireNodeCrypto(): NodeCrypto {
   if (!nodeCrypto) {
-    throw new Error(
-      "kura: synchronous verification needs node:crypto (Node 20 or later); in a browser use the Async variants (verifyRecordAsync, verifyLedgerAsync, ...), which use WebCrypto",
+    throw new VerificationUnavailableError(
+      "kura: synchronous verification needs node:crypto (Node 20 or later), so nothing was checked; in a browser use the Async variants (verifyRecordAsync, verifyLedgerAsync, ...), which use WebCrypto",
     );
   }
   return nodeCrypto;
@@ -90,7 +92,7 @@ export function runSync<R>(check: Check<R>): R {
 
 function subtle(): any {
   const s = (globalThis as any).crypto?.subtle;
-  if (!s) throw new Error("kura: WebCrypto (crypto.subtle) is not available here (it needs a secure context in browsers)");
+  if (!s) throw new VerificationUnavailableError("kura: WebCrypto (crypto.subtle) is not available here (it needs a secure context in browsers: https or localhost), so nothing was checked");
   return s;
 }
 

@@ -6,7 +6,7 @@
 // WebCrypto.
 
 import { fromHex, utf8 } from "./bytes.js";
-import { VerificationError, type VerificationProblem, problem } from "./errors.js";
+import { VerificationError, type VerificationProblem, type VerificationWhat, problem } from "./errors.js";
 import { contentHashG, inclusionRootMatchesG, leafHashG, ledgerHashG, merkleRootBytesG, recordHashG, recordSealG } from "./hashes.js";
 import { CanonicalizationError } from "./jcs.js";
 import { type Checkpoint, logVKeyG, parsePublicKey, verifyCheckpointG, verifyLogInclusionG } from "./log.js";
@@ -14,29 +14,63 @@ import { type Check, ed25519Verify, runAsync, runSync } from "./ops.js";
 import { toHex } from "./bytes.js";
 import type { InclusionProof, KuraRecord, Ledger, LogInclusionProof, ReflogEntry, Session } from "./types.js";
 
-function need(o: any, field: string, what: string, kind: "string" | "object" = "string"): void {
-  if (o === null || typeof o !== "object") throw new TypeError(`kura: ${what} is not an object`);
-  if (kind === "string" && typeof o[field] !== "string") {
-    throw new TypeError(`kura: ${what}${typeof o.id === "string" ? " " + o.id : ""} has no ${field} (a string): pass the JSON kurad returns`);
-  }
+/** Throws TypeError unless o is a JSON object: anything else is the caller's mistake, not kurad's answer. */
+function mustBeObject(o: unknown, what: string): void {
+  if (o === null || typeof o !== "object" || Array.isArray(o)) throw new TypeError(`kura: ${what} is not an object`);
 }
 
-function checkRecordShape(r: any, what = "record"): void {
-  for (const f of ["id", "type", "author_id", "content_hash", "hash", "seal", "created_at"]) need(r, f, what);
-  if (r.metadata != null && (typeof r.metadata !== "object" || Array.isArray(r.metadata))) {
-    throw new TypeError(`kura: record ${r.id}: metadata is not an object`);
-  }
+/** "record <id>" for messages; an id is covered by no hash, so a missing one is no failure by itself. */
+function named(kind: string, o: any): string {
+  return `${kind} ${typeof o.id === "string" && o.id !== "" ? o.id : "(no id)"}`;
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+type FieldKind = "string" | "hash" | "list" | "integer";
+const WANT: Record<FieldKind, string> = { string: "a string", hash: "a hex SHA-256 digest", list: "a list", integer: "an integer" };
+
+function show(v: unknown): string {
+  const s = typeof v === "string" ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v));
+  return s.length <= 80 ? s : s.slice(0, 77) + "...";
+}
+
+/**
+ * The problem with field name of o, which the check `what` reads: missing,
+ * or not of kind. A field deleted from kurad's answer is a tamper like a
+ * changed one, so it is a VerificationProblem naming the field, not a
+ * TypeError. null when the field is fine.
+ */
+function fieldProblem(o: any, name: string, what: VerificationWhat, object: string, kind: FieldKind = "string"): VerificationProblem | null {
+  const v = o[name];
+  if (v === undefined || v === null) return problem(what, object, undefined, undefined, `the "${name}" field is missing`);
+  const ok =
+    kind === "hash" ? typeof v === "string" && HEX64.test(v)
+    : kind === "list" ? Array.isArray(v)
+    : kind === "integer" ? Number.isSafeInteger(v)
+    : typeof v === "string";
+  return ok ? null : problem(what, object, undefined, undefined, `the "${name}" field is not ${WANT[kind]}: ${show(v)}`);
 }
 
 const isNull = (c: unknown) => c === null || c === undefined;
 
-/** Recomputes content_hash (unless redacted/withheld), hash and seal; returns the computed seal and the problems. */
-function* checkRecordG(r: KuraRecord, where = ""): Check<{ seal: string; problems: VerificationProblem[] }> {
-  checkRecordShape(r);
-  const obj = `record ${r.id}${where}`;
+/**
+ * Recomputes content_hash (unless redacted/withheld), hash and seal; returns
+ * the computed seal and the problems. Each level's fields are read where
+ * that level is checked, so the lowest level that fails comes first; the
+ * seal is null when a missing field leaves it uncomputable.
+ */
+function* checkRecordG(r: KuraRecord, where = ""): Check<{ seal: string | null; problems: VerificationProblem[] }> {
+  mustBeObject(r, "record");
+  const obj = named("record", r) + where;
   const problems: VerificationProblem[] = [];
+  const stop = (p: VerificationProblem) => {
+    problems.push(p);
+    return { seal: null, problems };
+  };
+  const chP = fieldProblem(r, "content_hash", "content_hash", obj, "hash");
+  if (chP) return stop(chP);
   let ch = r.content_hash;
   if (!((r.redacted || r.withheld) && isNull(r.content))) {
+    if (!("content" in r)) return stop(problem("content_hash", obj, undefined, undefined, `the "content" field is missing (and the record is not marked redacted or withheld)`));
     try {
       const got = yield* contentHashG(r.content === undefined ? null : r.content);
       if (got !== r.content_hash) {
@@ -48,10 +82,23 @@ function* checkRecordG(r: KuraRecord, where = ""): Check<{ seal: string; problem
       problems.push(problem("content_hash", obj, r.content_hash, undefined, `the content has no canonical form: ${e.message}`));
     }
   }
+  for (const [f, kind] of [["type", "string"], ["author_id", "string"]] as const) {
+    const p = fieldProblem(r, f, "hash", obj, kind);
+    if (p) return stop(p);
+  }
   const hash = yield* recordHashG(r.type, ch, r.author_id);
-  if (hash !== r.hash) problems.push(problem("hash", obj, r.hash, hash, "type, content hash and author do not hash to hash"));
+  const hashP = fieldProblem(r, "hash", "hash", obj, "hash");
+  if (hashP) problems.push(hashP);
+  else if (hash !== r.hash) problems.push(problem("hash", obj, r.hash, hash, "type, content hash and author do not hash to hash"));
+  const caP = fieldProblem(r, "created_at", "seal", obj);
+  if (caP) return stop(caP);
+  if (r.metadata != null && (typeof r.metadata !== "object" || Array.isArray(r.metadata))) {
+    return stop(problem("seal", obj, undefined, undefined, `the "metadata" field is not an object: ${show(r.metadata)}`));
+  }
   const seal = yield* recordSealG(hash, r.metadata, r.created_at);
-  if (seal !== r.seal) problems.push(problem("seal", obj, r.seal, seal, "hash, metadata and created_at do not hash to seal"));
+  const sealP = fieldProblem(r, "seal", "seal", obj, "hash");
+  if (sealP) problems.push(sealP);
+  else if (seal !== r.seal) problems.push(problem("seal", obj, r.seal, seal, "hash, metadata and created_at do not hash to seal"));
   return { seal, problems };
 }
 
@@ -70,7 +117,7 @@ export interface RecordVerification {
 export function* verifyRecordG(record: KuraRecord): Check<RecordVerification> {
   const { seal, problems } = yield* checkRecordG(record);
   throwIf(problems);
-  return { recordId: record.id, seal, contentChecked: !((record.redacted || record.withheld) && isNull(record.content)) };
+  return { recordId: typeof record.id === "string" ? record.id : "", seal: seal!, contentChecked: !((record.redacted || record.withheld) && isNull(record.content)) };
 }
 
 /** Options of verifyLedger. */
@@ -91,73 +138,104 @@ export interface LedgerVerification {
   signatureChecked: boolean;
 }
 
-function parentHashesOf(l: Ledger, o: LedgerVerifyOptions): string[] {
-  const ids = l.parent_ids ?? [];
-  if (o.parentHashes) return [...o.parentHashes];
-  if (o.parents) {
+/** The parents' hashes the ledger hash covers, or the problem that leaves it uncomputable. */
+function parentHashesOf(l: Ledger, ids: readonly string[], o: LedgerVerifyOptions, obj: string): string[] | VerificationProblem {
+  let hs: readonly unknown[];
+  if (o.parentHashes) hs = o.parentHashes;
+  else if (o.parents) {
     const by = new Map(o.parents.map((p) => [p.id, p.hash]));
-    return ids.map((id) => {
-      const h = by.get(id);
-      if (h === undefined) throw new TypeError(`kura: verify ledger ${l.id}: parent ledger ${id} is not among options.parents`);
-      return h;
+    hs = ids.map((id) => {
+      if (!by.has(id)) throw new TypeError(`kura: verify ${obj}: parent ledger ${id} is not among options.parents`);
+      return by.get(id);
     });
+  } else if (l.parent_hashes !== undefined && l.parent_hashes !== null) {
+    // kurad's ledger JSON carries them; options override with hashes of
+    // parents the caller verified itself.
+    if (!Array.isArray(l.parent_hashes)) return problem("ledger_hash", obj, undefined, undefined, `the "parent_hashes" field is not a list: ${show(l.parent_hashes)}`);
+    hs = l.parent_hashes;
+  } else if (ids.length === 0) hs = [];
+  else {
+    return problem("ledger_hash", obj, `${ids.length} parent hashes`, "none",
+      `the ledger has ${ids.length} parent ledger(s) and no "parent_hashes" field, so its hash cannot be checked: pass options.parentHashes or options.parents (GET /v1/ledgers/{parent id})`);
   }
-  // kurad's ledger JSON carries them; options override with hashes of
-  // parents the caller verified itself.
-  if (Array.isArray(l.parent_hashes)) return [...l.parent_hashes];
-  if (ids.length === 0) return [];
-  throw new TypeError(
-    `kura: verify ledger ${l.id}: it has ${ids.length} parent ledger(s) and the ledger hash covers their hashes: pass options.parentHashes or options.parents (GET /v1/ledgers/{parent id})`,
-  );
+  if (hs.length !== ids.length) return problem("ledger_hash", obj, `${ids.length} parents`, `${hs.length} parent hashes given`, "wrong number of parent hashes");
+  if (!hs.every((h) => typeof h === "string")) return problem("ledger_hash", obj, undefined, undefined, `a parent hash is not a string: ${show(hs)}`);
+  return hs as string[];
 }
 
 function* verifyLedgerProblemsG(ledger: Ledger, records: readonly KuraRecord[], publicKey: string | null, o: LedgerVerifyOptions): Check<{ problems: VerificationProblem[]; v: LedgerVerification }> {
-  for (const f of ["id", "hash", "root_hash", "label", "created_at"]) need(ledger, f, "ledger");
-  if (!Array.isArray(records)) throw new TypeError(`kura: verify ledger ${ledger.id}: records is not a list`);
-  if (!Array.isArray(ledger.parent_ids ?? [])) throw new TypeError(`kura: ledger ${ledger.id}: parent_ids is not a list`);
+  mustBeObject(ledger, "ledger");
+  const obj = named("ledger", ledger);
+  if (!Array.isArray(records)) throw new TypeError(`kura: verify ${obj}: records is not a list`);
   const key = publicKey === null ? null : parsePublicKey(publicKey);
-  const parents = parentHashesOf(ledger, o);
-  const obj = `ledger ${ledger.id}`;
   const problems: VerificationProblem[] = [];
-  const v: LedgerVerification = { ledgerId: ledger.id, hash: ledger.hash, recordsChecked: records.length, redacted: [], withheld: [], signatureChecked: false };
+  const add = (p: VerificationProblem | null) => {
+    if (p) problems.push(p);
+    return p !== null;
+  };
+  const v: LedgerVerification = { ledgerId: typeof ledger.id === "string" ? ledger.id : "", hash: ledger.hash, recordsChecked: records.length, redacted: [], withheld: [], signatureChecked: false };
 
-  const ids = ledger.record_ids ?? [];
+  // order
   const got = records.map((r) => (r && typeof r === "object" ? String(r.id) : "?"));
-  if (typeof ledger.record_count === "number" && ledger.record_count !== records.length) {
-    problems.push(problem("order", obj, `${ledger.record_count} records`, `${records.length} given`, "the records given are not the ledger's"));
-  } else if (ids.length !== records.length && !(ids.length === 0 && ledger.record_ids === undefined)) {
-    problems.push(problem("order", obj, `${ids.length} record ids`, `${records.length} records`, "the records given are not the ledger's"));
+  const rawIds: unknown = ledger.record_ids;
+  if (rawIds != null && !(Array.isArray(rawIds) && rawIds.every((id) => typeof id === "string"))) {
+    add(problem("order", obj, undefined, undefined, `the "record_ids" field is not a list of ids: ${show(rawIds)}`));
+  } else if (ledger.record_count != null && !Number.isSafeInteger(ledger.record_count)) {
+    add(problem("order", obj, undefined, undefined, `the "record_count" field is not an integer: ${show(ledger.record_count)}`));
   } else {
-    for (let i = 0; i < ids.length; i++) {
-      if (ids[i] !== got[i]) {
-        problems.push(problem("order", obj, ids.join(","), got.join(","), `position ${i} holds record ${got[i]}, the ledger lists ${ids[i]} there`));
-        break;
+    const ids = (rawIds ?? []) as string[];
+    if (typeof ledger.record_count === "number" && ledger.record_count !== records.length) {
+      add(problem("order", obj, `${ledger.record_count} records`, `${records.length} given`, "the records given are not the ledger's"));
+    } else if (ids.length !== records.length && !(ids.length === 0 && rawIds == null)) {
+      add(problem("order", obj, `${ids.length} record ids`, `${records.length} records`, "the records given are not the ledger's"));
+    } else {
+      for (let i = 0; i < ids.length; i++) {
+        if (ids[i] !== got[i]) {
+          add(problem("order", obj, ids.join(","), got.join(","), `position ${i} holds record ${got[i]}, the ledger lists ${ids[i]} there`));
+          break;
+        }
       }
     }
   }
+  // records
   const leaves: Uint8Array[] = [];
+  let sealsComplete = true;
   for (let i = 0; i < records.length; i++) {
     const r = records[i];
-    const { seal, problems: ps } = yield* checkRecordG(r, ` (position ${i} of ledger ${ledger.id})`);
+    const { seal, problems: ps } = yield* checkRecordG(r, ` (position ${i} of ${obj})`);
     problems.push(...ps);
-    leaves.push(fromHex(seal)!);
+    if (seal === null) sealsComplete = false;
+    else leaves.push(fromHex(seal)!);
     if (r.redacted) v.redacted.push(r.id);
     if (r.withheld) v.withheld.push(r.id);
   }
-  const root = toHex(yield* merkleRootBytesG(leaves));
-  if (root !== ledger.root_hash) problems.push(problem("root", obj, ledger.root_hash, root, "the records' seals do not hash to root_hash"));
-  if (parents.length !== (ledger.parent_ids ?? []).length) {
-    problems.push(problem("ledger_hash", obj, `${(ledger.parent_ids ?? []).length} parents`, `${parents.length} parent hashes given`, "wrong number of parent hashes"));
+  // root: over the recomputed seals (none when a record lacked what its seal needs)
+  const root = sealsComplete ? toHex(yield* merkleRootBytesG(leaves)) : null;
+  if (!add(fieldProblem(ledger, "root_hash", "root", obj, "hash")) && root !== null && root !== ledger.root_hash) {
+    add(problem("root", obj, ledger.root_hash, root, "the records' seals do not hash to root_hash"));
   }
-  const hash = yield* ledgerHashG(root, parents, ledger.label, ledger.created_at);
-  if (hash !== ledger.hash) problems.push(problem("ledger_hash", obj, ledger.hash, hash, "root, parents' hashes, label and created_at do not hash to hash"));
+  // ledger hash
+  let hashOK = !add(fieldProblem(ledger, "hash", "ledger_hash", obj, "hash"));
+  const inputsOK = ![fieldProblem(ledger, "label", "ledger_hash", obj), fieldProblem(ledger, "created_at", "ledger_hash", obj)].map(add).some(Boolean);
+  const pids: unknown = ledger.parent_ids ?? [];
+  let parents: string[] | VerificationProblem;
+  if (!Array.isArray(pids) || !pids.every((id) => typeof id === "string")) parents = problem("ledger_hash", obj, undefined, undefined, `the "parent_ids" field is not a list of ids: ${show(pids)}`);
+  else parents = parentHashesOf(ledger, pids, o, obj);
+  if (!Array.isArray(parents)) add(parents);
+  else if (hashOK && inputsOK && root !== null) {
+    const hash = yield* ledgerHashG(root, parents, ledger.label, ledger.created_at);
+    if (hash !== ledger.hash) add(problem("ledger_hash", obj, ledger.hash, hash, "root, parents' hashes, label and created_at do not hash to hash"));
+  }
+  // signature: over the stored hash, when there is one to check it over
   if (key) {
     v.signatureChecked = true;
     const sig = typeof ledger.signature === "string" && ledger.signature.length === 128 ? fromHex(ledger.signature) : null;
-    if (!sig) {
-      problems.push(problem("signature", obj, "a 128 hex digit Ed25519 signature", ledger.signature ?? "none", "the ledger is not signed"));
-    } else if (!(yield* ed25519Verify(key, utf8("kura-ledger-sig-v1\n" + ledger.hash), sig))) {
-      problems.push(problem("signature", obj, undefined, undefined, `the signature does not verify against ${publicKey}`));
+    if (isNull(ledger.signature) || ledger.signature === "") {
+      add(problem("signature", obj, "a 128 hex digit Ed25519 signature", "none", `the ledger is not signed (the "signature" field is missing)`));
+    } else if (!sig) {
+      add(problem("signature", obj, "a 128 hex digit Ed25519 signature", show(ledger.signature), `the "signature" field is not 128 hex digits`));
+    } else if (hashOK && !(yield* ed25519Verify(key, utf8("kura-ledger-sig-v1\n" + ledger.hash), sig))) {
+      add(problem("signature", obj, undefined, undefined, `the signature does not verify against ${publicKey}`));
     }
   }
   return { problems, v };
@@ -173,24 +251,28 @@ export function* verifyLedgerG(ledger: Ledger, records: readonly KuraRecord[], p
  * Checks that proof (GET /v1/ledgers/{id}/proof/{record}) proves record
  * is at proof.leaf_index of a tree whose root is proof.root_hash: the
  * record verifies (as verifyRecord), its seal is the proof's leaf ("seal"),
- * and the audit path leads to root_hash ("root"). With ledger (one the
- * caller verified), root_hash must also be that ledger's root ("root").
+ * and the audit path leads to root_hash ("root"; a missing or malformed
+ * root_hash, audit_path, leaf_index or tree_size fails it too). With ledger
+ * (one the caller verified), root_hash must also be that ledger's root ("root").
  */
 export function* verifyInclusionG(proof: InclusionProof, record: KuraRecord, ledger?: Ledger): Check<void> {
-  if (!proof || typeof proof !== "object" || !Array.isArray(proof.audit_path) || typeof proof.root_hash !== "string") {
-    throw new TypeError("kura: verify inclusion: the proof has no audit_path and root_hash (pass GET /v1/ledgers/{id}/proof/{record} as returned)");
-  }
+  mustBeObject(proof, "inclusion proof");
   const { seal } = yield* verifyRecordG(record);
-  const obj = `proof of record ${record.id} in ledger ${proof.ledger_id}`;
+  const obj = `proof of ${named("record", record)} in ledger ${proof.ledger_id}`;
   if (proof.record_id !== undefined && proof.record_id !== record.id) {
     throw new VerificationError(problem("seal", obj, record.id, proof.record_id, "the proof is for another record"));
   }
   if (proof.seal !== undefined && proof.seal !== seal) {
     throw new VerificationError(problem("seal", obj, proof.seal, seal, "the proof's leaf is not the record's seal"));
   }
-  const root = proof.root_hash.length === 64 ? fromHex(proof.root_hash) : null;
-  const path = proof.audit_path.map((h) => (typeof h === "string" && h.length === 64 ? fromHex(h) : null));
-  if (!root || path.some((p) => p === null)) throw new VerificationError(problem("root", obj, undefined, undefined, "root_hash or audit_path is not hex SHA-256"));
+  for (const [f, kind] of [["root_hash", "hash"], ["audit_path", "list"], ["leaf_index", "integer"], ["tree_size", "integer"]] as const) {
+    const p = fieldProblem(proof, f, "root", obj, kind);
+    if (p) throw new VerificationError(p);
+  }
+  const root = fromHex(proof.root_hash)!;
+  const path = proof.audit_path.map((h) => (typeof h === "string" && HEX64.test(h) ? fromHex(h) : null));
+  const bad = path.findIndex((p) => p === null);
+  if (bad >= 0) throw new VerificationError(problem("root", obj, undefined, undefined, `audit_path[${bad}] is not a hex SHA-256 digest: ${show(proof.audit_path[bad])}`));
   const leaf = yield* leafHashG(fromHex(seal)!);
   if (!(yield* inclusionRootMatchesG(leaf, proof.leaf_index, proof.tree_size, path as Uint8Array[], root))) {
     throw new VerificationError(problem("root", obj, proof.root_hash, undefined, "the audit path does not lead to root_hash"));
@@ -272,10 +354,10 @@ export function* verifySessionExportG(input: ExportInput, publicKey: string, o: 
       if (session) throw new TypeError("kura: the export holds a second session; verify one session's export at a time");
       session = obj as any;
     } else if (kind === "record") {
-      checkRecordShape(obj, "exported record");
+      if (typeof obj.id !== "string") throw new TypeError("kura: an exported record has no id");
       records.set(obj.id, obj as KuraRecord);
     } else if (kind === "ledger") {
-      need(obj, "id", "exported ledger");
+      if (typeof obj.id !== "string") throw new TypeError("kura: an exported ledger has no id");
       if (!byId.has(obj.id)) {
         ledgers.push(obj as Ledger);
         byId.set(obj.id, obj as Ledger);
@@ -289,7 +371,14 @@ export function* verifySessionExportG(input: ExportInput, publicKey: string, o: 
     rep.ledgersChecked++;
     const recs: KuraRecord[] = [];
     let complete = true;
-    for (const rid of l.record_ids ?? []) {
+    // An export's ledger must list its records; parent_ids that are not a
+    // list are reported by the ledger's own check.
+    const idsP = fieldProblem(l, "record_ids", "order", `ledger ${l.id}`, "list");
+    if (idsP) {
+      add(idsP);
+      continue;
+    }
+    for (const rid of l.record_ids as string[]) {
       const r = records.get(rid);
       if (!r) {
         add(problem("order", `ledger ${l.id}`, rid, "none", `record ${rid} is not in the export`));
@@ -297,7 +386,7 @@ export function* verifySessionExportG(input: ExportInput, publicKey: string, o: 
       } else recs.push(r);
     }
     const parents: string[] = [];
-    for (const pid of l.parent_ids ?? []) {
+    for (const pid of Array.isArray(l.parent_ids) ? l.parent_ids : []) {
       const p = byId.get(pid);
       if (!p) {
         add(problem("chain", `ledger ${l.id}`, pid, "none", `parent ledger ${pid} is not in the export`));
@@ -330,7 +419,11 @@ export function* verifySessionExportG(input: ExportInput, publicKey: string, o: 
     if (!head) add(problem("head", sobj, s.head_ledger_id, "none", "the session's head ledger is not in the export"));
     else if (s.head_hash !== head.hash) add(problem("head_hash", sobj, head.hash, s.head_hash ?? "none", "the session's head hash is not the head ledger's hash"));
   }
-  const reflog = Array.isArray(s.reflog) ? s.reflog : [];
+  let reflog = Array.isArray(s.reflog) ? s.reflog : [];
+  if ((s.reflog != null && !Array.isArray(s.reflog)) || reflog.some((e) => e === null || typeof e !== "object")) {
+    add(problem("reflog", sobj, undefined, undefined, `the "reflog" field is not a list of head moves: ${show(s.reflog)}`));
+    reflog = [];
+  }
   let last: ReflogEntry | undefined;
   for (let i = 0; i < reflog.length; i++) {
     const e = reflog[i];

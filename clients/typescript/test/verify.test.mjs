@@ -208,17 +208,111 @@ test("a redacted record verifies by its content_hash", async () => {
   assert.deepEqual(v.redacted, [red.record.id]);
 });
 
-test("bad input gives a clear error, not a crash", () => {
-  assert.throws(() => kura.verifyRecord({}), /has no id/);
+test("what the caller passes wrongly is a TypeError", () => {
   assert.throws(() => kura.verifyRecord(null), TypeError);
-  assert.throws(() => kura.verifyRecord({ ...headRecords[0], seal: undefined }), /has no seal/);
+  assert.throws(() => kura.verifyRecord("a record"), TypeError);
   assert.throws(() => kura.verifyLedger(head, "nope", info.public_key, parents()), /records is not a list/);
   assert.throws(() => kura.verifyLedger(head, headRecords, "not-a-key", parents()), /ed25519:<64 hex digits>/);
-  // JSON without parent_hashes (a kurad that did not carry them) needs them passed.
-  const { parent_hashes: _, ...bare } = head;
-  assert.throws(() => kura.verifyLedger(bare, headRecords, info.public_key), /parentHashes/);
-  assert.throws(() => kura.verifyInclusion({}, headRecords[0]), /audit_path/);
+  assert.throws(() => kura.verifyLedger(head, headRecords, info.public_key, { parents: [] }), /not among options.parents/);
+  assert.throws(() => kura.verifyInclusion(null, headRecords[0]), TypeError);
   assert.throws(() => kura.verifySessionExport("not json\n", info.public_key), /line 1 is not JSON/);
+  assert.throws(() => kura.verifyLogInclusion(null, {}), TypeError);
+});
+
+const without = (o, field) => {
+  const c2 = clone(o);
+  delete c2[field];
+  return c2;
+};
+
+// A field of kurad's answer deleted or malformed is a tamper like any other:
+// VerificationError naming the check and the field, never a TypeError.
+function failsOnField(fn, what, field) {
+  assert.throws(fn, (e) => {
+    assert.ok(e instanceof kura.VerificationError, `not a VerificationError: ${e}`);
+    assert.equal(e.what, what, e.message);
+    assert.match(e.message, new RegExp(field), e.message);
+    return true;
+  });
+}
+
+test("a record field deleted or malformed: VerificationError naming it", async () => {
+  const r = headRecords[0]; // it has metadata
+  const proof = await c.ledgerProof(head.id, r.id);
+  for (const [field, what, bad] of [
+    ["content", "content_hash", undefined],
+    ["content_hash", "content_hash", 12],
+    ["hash", "hash", "zz".repeat(32)],
+    ["type", "hash", ["agent.thought"]],
+    ["author_id", "hash", 7],
+    ["seal", "seal", "AB".repeat(32)],
+    ["created_at", "seal", 1764000000],
+    ["metadata", "seal", "trace t-1"],
+  ]) {
+    const variants = [["deleted", without(r, field)]];
+    if (bad !== undefined) variants.push(["malformed", { ...clone(r), [field]: bad }]);
+    for (const [, rec] of variants) {
+      failsOnField(() => kura.verifyRecord(rec), what, field);
+      failsOnField(() => kura.verifyLedger(head, [rec, ...headRecords.slice(1)], info.public_key), what, field);
+      failsOnField(() => kura.verifyInclusion(proof, rec), what, field);
+      await assert.rejects(kura.verifyRecordAsync(rec), (e) => e instanceof kura.VerificationError && e.what === what);
+    }
+  }
+});
+
+test("a ledger field deleted or malformed: VerificationError naming it", async () => {
+  for (const [field, what, bad] of [
+    ["root_hash", "root", "not hex"],
+    ["hash", "ledger_hash", null],
+    ["label", "ledger_hash", 3],
+    ["created_at", "ledger_hash", false],
+    ["parent_hashes", "ledger_hash", "ab".repeat(32)],
+    ["parent_ids", "ledger_hash", "one"],
+    ["signature", "signature", 5],
+    ["record_ids", "order", "all of them"],
+    ["record_count", "order", "four"],
+  ]) {
+    const variants = [{ ...clone(head), [field]: bad }];
+    if (!["parent_ids", "record_ids", "record_count"].includes(field)) variants.push(without(head, field)); // these may be absent
+    for (const l of variants) {
+      failsOnField(() => kura.verifyLedger(l, headRecords, info.public_key), what, field);
+      await assert.rejects(kura.verifyLedgerAsync(l, headRecords, info.public_key), (e) => e instanceof kura.VerificationError && e.what === what);
+    }
+  }
+});
+
+test("an inclusion proof field deleted or malformed: root", async () => {
+  const r = headRecords[1];
+  const p = await c.ledgerProof(head.id, r.id);
+  for (const [field, bad] of [["root_hash", "ab"], ["audit_path", ["zz"]], ["leaf_index", "0"], ["tree_size", null]]) {
+    failsOnField(() => kura.verifyInclusion(without(p, field), r), "root", field);
+    failsOnField(() => kura.verifyInclusion({ ...clone(p), [field]: bad }, r), "root", field);
+  }
+});
+
+test("a log inclusion proof field deleted or malformed: log_proof, log_root, log_leaf", async () => {
+  const cp = kura.verifyCheckpoint(await c.logCheckpoint(), info.log_vkey);
+  const p = await c.logInclusion({ ledger_id: head.id, size: cp.size });
+  for (const [field, what, bad] of [["seq", "log_proof", "1"], ["size", "log_root", null], ["leaf_hash", "log_leaf", "!!"], ["proof", "log_proof", ["AAAA"]]]) {
+    for (const q of [without(p, field), { ...clone(p), [field]: bad }]) {
+      assert.throws(() => kura.verifyLogInclusion(q, cp), (e) => e instanceof kura.VerificationError && e.what === what, field);
+    }
+  }
+});
+
+test("an export line with a field deleted: VerificationError naming it", () => {
+  for (const [kind, field, what] of [["record", "seal", "seal"], ["record", "author_id", "hash"], ["ledger", "hash", "ledger_hash"], ["ledger", "root_hash", "root"], ["ledger", "record_ids", "order"]]) {
+    const lines = editLine((o) => o.kind === kind, (o) => delete o[field]);
+    failsOnField(() => kura.verifySessionExport(lines, info.public_key), what, field);
+  }
+  const reflog = editLine((o) => o.kind === "session", (o) => (o.reflog = [null]));
+  failsOnField(() => kura.verifySessionExport(reflog, info.public_key), "reflog", "reflog");
+});
+
+test("JSON without parent_hashes (a kurad that did not carry them): ledger_hash, saying what to pass", () => {
+  const { parent_hashes: _, ...bare } = head;
+  failsOnField(() => kura.verifyLedger(bare, headRecords, info.public_key), "ledger_hash", "parentHashes");
+  kura.verifyLedger(bare, headRecords, info.public_key, parents());
 });
 
 test("session export from the kura CLI verifies, sync and async, and via the client", async () => {

@@ -84,6 +84,7 @@ const NH = 46; // node height
 const GX = 70; // gap between layers
 const GY = 18; // gap between rows
 const PAD = 12;
+const LANE = 18; // height of the lane of one edge that skips a layer
 
 // label is what a vertex says on one line: its title, or a record's text;
 // a withheld record says so and nothing else.
@@ -93,18 +94,44 @@ export function label(n) {
   return n.title || n.summary || "";
 }
 
+// edgePath is the SVG path of an edge from the right side of a (x1, y1) to
+// the left side of b (x2, y2). Between adjacent layers it is one S-curve in
+// the gap between their columns. An edge that skips layers would cross the
+// columns between, and drawn straight it ran through their vertices (and
+// over the edges joining them, hiding its arrow); it climbs to its own lane
+// above every vertex in the gap after its source, runs along the lane over
+// the columns between, and comes down in the gap before its target. Every
+// point of a path is in a gap or a lane, never in a vertex's box.
+function edgePath(x1, y1, x2, y2, laneY) {
+  if (laneY === null) {
+    const mx = (x1 + x2) / 2;
+    return { d: `M ${x1} ${y1} C ${mx} ${y1}, ${mx} ${y2}, ${x2} ${y2}`, lx: mx, ly: (y1 + y2) / 2 - 4 };
+  }
+  const a = x1 + GX / 2;
+  const b = x2 - GX / 2;
+  return {
+    d: `M ${x1} ${y1} C ${a} ${y1}, ${a} ${laneY}, ${x1 + GX} ${laneY} L ${x2 - GX} ${laneY} C ${b} ${laneY}, ${b} ${y2}, ${x2} ${y2}`,
+    lx: (x1 + x2) / 2,
+    ly: laneY - 4,
+  };
+}
+
 // draw renders the graph: each vertex a link (href from hrefOf) holding a
 // rect and two lines of text, each edge a path with its kind as a label.
 export function draw(graph, hrefOf, title) {
   const refs = [...graph.nodes.keys()];
   const { cols, row, layer } = layers(refs, graph.edges);
+  // One lane above the vertices for each edge that skips a layer.
+  const skips = graph.edges.filter((e) => layer.get(e.to) - layer.get(e.from) > 1);
+  const lanes = new Map(skips.map((e, i) => [e, PAD + i * LANE + LANE - 3]));
+  const top = PAD + skips.length * LANE;
   const tall = Math.max(...cols.map((c) => c.length), 1);
   const width = PAD * 2 + cols.length * W + (cols.length - 1) * GX;
-  const height = PAD * 2 + tall * NH + (tall - 1) * GY;
+  const height = top + PAD + tall * NH + (tall - 1) * GY;
   const pos = new Map();
   cols.forEach((col, i) => {
     const off = ((tall - col.length) * (NH + GY)) / 2;
-    col.forEach((r, j) => pos.set(r, { x: PAD + i * (W + GX), y: PAD + off + j * (NH + GY) }));
+    col.forEach((r, j) => pos.set(r, { x: PAD + i * (W + GX), y: top + off + j * (NH + GY) }));
   });
   const titleId = "g-" + Math.random().toString(36).slice(2, 9);
   const el = svg(
@@ -121,29 +148,38 @@ export function draw(graph, hrefOf, title) {
       ),
     ),
   );
+  // Ports: the edges leaving a vertex start at points spread down its right
+  // side, those reaching one end at points spread down its left side, in
+  // the order of where their other ends lie (lanes first: they are above
+  // everything), so no two arrows meet at one point.
+  const far = (e, end) => (lanes.has(e) ? lanes.get(e) : pos.get(e[end]).y);
+  const outPort = new Map();
+  const inPort = new Map();
+  const spread = (ports, list, end) => {
+    list.sort((p, q) => far(p, end) - far(q, end));
+    list.forEach((e, k) => ports.set(e, (NH * (k + 1)) / (list.length + 1)));
+  };
+  for (const r of refs) {
+    spread(outPort, graph.edges.filter((e) => e.from === r), "to");
+    spread(inPort, graph.edges.filter((e) => e.to === r), "from");
+  }
   for (const e of graph.edges) {
     const a = pos.get(e.from);
     const b = pos.get(e.to);
-    const x1 = a.x + W;
-    const y1 = a.y + NH / 2;
-    const x2 = b.x;
-    const y2 = b.y + NH / 2;
-    const mx = (x1 + x2) / 2;
+    const path = edgePath(a.x + W, a.y + outPort.get(e), b.x, b.y + inPort.get(e), lanes.has(e) ? lanes.get(e) : null);
     el.append(
       svg(
         "g",
         { class: "edge-group" },
         svg("path", {
           class: "edge",
-          d: `M ${x1} ${y1} C ${mx} ${y1}, ${mx} ${y2}, ${x2} ${y2}`,
+          d: path.d,
           "marker-end": "url(#arrow)",
           "data-from": e.from,
           "data-to": e.to,
           "data-kind": e.kind || "",
         }),
-        e.kind && layer.get(e.to) - layer.get(e.from) >= 1
-          ? svg("text", { class: "edge-label", x: mx, y: (y1 + y2) / 2 - 4, "text-anchor": "middle", "aria-hidden": "true" }, e.kind.replace("_", " "))
-          : null,
+        e.kind ? svg("text", { class: "edge-label", x: path.lx, y: path.ly, "text-anchor": "middle", "aria-hidden": "true" }, e.kind.replace("_", " ")) : null,
       ),
     );
   }
