@@ -25,7 +25,8 @@ build:
 ## test: vet, the race-enabled test suite, the API suite again on PostgreSQL,
 ## the Python and TypeScript clients' suites, every fuzz target briefly, and
 ## the Raspberry Pi cross builds smoke-tested under qemu-user. PostgreSQL
-## (the Debian package's initdb and pg_ctl) is required, not skipped.
+## (the Debian package's initdb and pg_ctl) and Chromium (the console's
+## browser tests) are required, not skipped.
 test: vet
 	KURA_REQUIRE_POSTGRES=1 KURA_REQUIRE_CHROMIUM=1 $(GO) test -race -timeout 20m ./...
 	$(MAKE) test-postgres
