@@ -152,8 +152,16 @@ func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		l, n := tlog.SplitStoredHashIndex(indexes[at])
 		leaves[i] = ((n + 1) << l) - 1
 	}
-	ids, _ := json.Marshal(leaves)
-	rows, err := r.q.QueryContext(r.ctx, "SELECT leaf, hashes FROM log_hashes WHERE leaf IN (SELECT CAST(value AS BIGINT) FROM json_each(?))", string(ids))
+	// The leaves as a list of values, not a JSON array the statement
+	// unpacks: PostgreSQL cannot see through json_each (a set-returning
+	// function), so it scanned the whole table for a handful of rows,
+	// inside the write lock when an instance caught up with another's
+	// leaves. A tree of any size reads at most a few dozen.
+	args := make([]any, len(leaves))
+	for i, l := range leaves {
+		args[i] = l
+	}
+	rows, err := r.q.QueryContext(r.ctx, "SELECT leaf, hashes FROM log_hashes WHERE leaf IN (?"+strings.Repeat(",?", len(leaves)-1)+")", args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
