@@ -152,7 +152,7 @@ func TestAPI_RedactPurgesWhileASlowClientReads(t *testing.T) {
 
 // wantRedactRefused redacts id with tok, which must be refused 403 without
 // changing anything: the event log and counts, the record as served, and
-// the content still in the files.
+// (on SQLite) the content still in the files.
 func wantRedactRefused(t *testing.T, e *authEnv, tok, id, dataDir, marker string) {
 	t.Helper()
 	before := e.state()
@@ -165,7 +165,7 @@ func wantRedactRefused(t *testing.T, e *authEnv, tok, id, dataDir, marker string
 	if rec := e.must(tRoot, "GET", "/v1/records/"+id, ""); rec["redacted"] == true {
 		t.Errorf("after a refused redaction the record reads redacted: %v", rec)
 	}
-	if got := filesHolding(t, dataDir, marker); len(got) == 0 {
+	if e.d.Config.DatabaseURL == "" && len(filesHolding(t, dataDir, marker)) == 0 {
 		t.Errorf("after a refused redaction the content left the files")
 	}
 }
