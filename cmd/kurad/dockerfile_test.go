@@ -2,7 +2,9 @@ package main_test
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -115,5 +117,201 @@ func TestDockerfile_BaseImagesPinned(t *testing.T) {
 		if bad != tc.bad {
 			t.Errorf("%q: got refused %v, want %v", tc.dockerfile, bad, tc.bad)
 		}
+	}
+}
+
+// dockerfileLines returns a Dockerfile's instructions as fields, with line
+// continuations joined and comments left out.
+func dockerfileLines(text string) [][]string {
+	var out [][]string
+	var logical strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if cont, ok := strings.CutSuffix(trimmed, "\\"); ok {
+			logical.WriteString(cont + " ")
+			continue
+		}
+		logical.WriteString(trimmed)
+		if fields := strings.Fields(logical.String()); len(fields) > 0 {
+			out = append(out, fields)
+		}
+		logical.Reset()
+	}
+	return out
+}
+
+// dataDirProblems checks that a Dockerfile's runtime image has its data
+// directory (ENV KURA_DATA_DIR) made 0700 and owned by the user kurad runs
+// as: copied from a build stage with --chown of the USER, from a
+// directory that stage made with mkdir -m 0700 (COPY keeps the mode; the
+// distroless runtime has no shell to chmod). It names what is wrong.
+func dataDirProblems(text string) []string {
+	type stage struct {
+		name string
+		ins  [][]string
+	}
+	var stages []stage
+	for _, f := range dockerfileLines(text) {
+		if strings.EqualFold(f[0], "FROM") {
+			s := stage{}
+			if n := len(f); n >= 4 && strings.EqualFold(f[n-2], "AS") {
+				s.name = strings.ToLower(f[n-1])
+			}
+			stages = append(stages, s)
+			continue
+		}
+		if len(stages) > 0 {
+			stages[len(stages)-1].ins = append(stages[len(stages)-1].ins, f)
+		}
+	}
+	if len(stages) == 0 {
+		return []string{"no FROM"}
+	}
+	runtime := stages[len(stages)-1]
+	var dataDir, user string
+	var copyArgs []string
+	for _, f := range runtime.ins {
+		switch strings.ToUpper(f[0]) {
+		case "ENV":
+			for i := 1; i < len(f); i++ {
+				if v, ok := strings.CutPrefix(f[i], "KURA_DATA_DIR="); ok {
+					dataDir = v
+				} else if f[i] == "KURA_DATA_DIR" && i == 1 && len(f) > 2 {
+					dataDir = f[2]
+				}
+			}
+		case "USER":
+			if len(f) > 1 {
+				user = f[1]
+			}
+		}
+	}
+	if dataDir == "" {
+		return []string{"the runtime image sets no ENV KURA_DATA_DIR"}
+	}
+	if user == "" || user == "root" || user == "0" || strings.HasPrefix(user, "0:") {
+		return []string{"the runtime image runs as root (USER " + user + ")"}
+	}
+	for _, f := range runtime.ins {
+		if strings.EqualFold(f[0], "COPY") && len(f) >= 3 && filepath.Clean(f[len(f)-1]) == filepath.Clean(dataDir) {
+			copyArgs = f[1:]
+		}
+	}
+	if copyArgs == nil {
+		return []string{"no COPY makes the data directory " + dataDir + " (a directory the image does not hold is created by Docker owned by root)"}
+	}
+	var from, chown string
+	var paths []string
+	for _, a := range copyArgs {
+		switch {
+		case strings.HasPrefix(a, "--from="):
+			from = strings.ToLower(strings.TrimPrefix(a, "--from="))
+		case strings.HasPrefix(a, "--chown="):
+			chown = strings.TrimPrefix(a, "--chown=")
+		case strings.HasPrefix(a, "--"):
+		default:
+			paths = append(paths, a)
+		}
+	}
+	var problems []string
+	if chown != user {
+		problems = append(problems, "the data directory is copied --chown="+chown+", want the runtime USER "+user)
+	}
+	if len(paths) != 2 {
+		return append(problems, "the data directory's COPY has sources "+strings.Join(paths[:max(0, len(paths)-1)], " ")+", want one directory")
+	}
+	src := filepath.Clean(paths[0])
+	var build *stage
+	for i := range stages {
+		if stages[i].name != "" && stages[i].name == from {
+			build = &stages[i]
+		}
+	}
+	if build == nil {
+		return append(problems, "the data directory is not copied from a build stage (--from="+from+")")
+	}
+	mode := ""
+	for _, f := range build.ins {
+		if !strings.EqualFold(f[0], "RUN") {
+			continue
+		}
+		for i := 1; i < len(f); i++ {
+			if f[i] != "mkdir" {
+				continue
+			}
+			var m string
+			made := false
+			for j := i + 1; j < len(f) && f[j] != "&&" && f[j] != ";" && f[j] != "||"; j++ {
+				switch a := f[j]; {
+				case a == "-m" && j+1 < len(f):
+					m = f[j+1]
+					j++
+				case strings.HasPrefix(a, "--mode="):
+					m = strings.TrimPrefix(a, "--mode=")
+				case strings.HasPrefix(a, "-m"):
+					m = strings.TrimPrefix(a, "-m")
+				case filepath.Clean(a) == src:
+					made = true
+				}
+			}
+			if made {
+				mode = m
+			}
+		}
+	}
+	if mode == "" {
+		return append(problems, "stage "+from+" makes "+src+" without mkdir -m 0700 (the umask decides its mode)")
+	}
+	if v, err := strconv.ParseUint(mode, 8, 32); err != nil || v != 0o700 {
+		problems = append(problems, "stage "+from+" makes "+src+" with mode "+mode+", want 0700")
+	}
+	return problems
+}
+
+// TestDockerfile_DataDirPrivate: the image's data directory is created
+// 0700 and owned by the runtime user, so that a new volume takes that mode
+// and owner and nobody else in the container can look in.
+func TestDockerfile_DataDirPrivate(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := dataDirProblems(string(b)); len(p) > 0 {
+		t.Errorf("the Dockerfile's data directory: %v", p)
+	}
+
+	// The check itself, on variants of the real Dockerfile.
+	shipped := string(b)
+	for _, tc := range []struct {
+		name, old, new string
+		bad            bool
+	}{
+		{"AsShipped", "", "", false},
+		{"NoMode", "mkdir -p -m 0700 /out/data", "mkdir -p /out/data", true},
+		{"ModeOpen", "mkdir -p -m 0700 /out/data", "mkdir -p -m 0755 /out/data", true},
+		{"ModeShortForm", "mkdir -p -m 0700 /out/data", "mkdir -p -m700 /out/data", false},
+		{"ModeLongForm", "mkdir -p -m 0700 /out/data", "mkdir -p --mode=0700 /out/data", false},
+		{"OwnedByRoot", "COPY --from=build --chown=65532:65532 /out/data /data", "COPY --from=build /out/data /data", true},
+		{"OwnedByAnother", "COPY --from=build --chown=65532:65532 /out/data /data", "COPY --from=build --chown=1000:1000 /out/data /data", true},
+		{"NotCopied", "COPY --from=build --chown=65532:65532 /out/data /data", "", true},
+		{"RunsAsRoot", "USER 65532:65532", "USER root", true},
+		{"DataDirElsewhere", "KURA_DATA_DIR=/data", "KURA_DATA_DIR=/var/lib/kura", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := shipped
+			if tc.old != "" {
+				if !strings.Contains(shipped, tc.old) {
+					t.Fatalf("the Dockerfile no longer holds %q: update this case", tc.old)
+				}
+				text = strings.Replace(shipped, tc.old, tc.new, 1)
+			}
+			if p := dataDirProblems(text); (len(p) > 0) != tc.bad {
+				t.Errorf("got problems %v, want refused %v", p, tc.bad)
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 type apiClient struct {
 	tb   testing.TB
 	base string
+	tok  string // a bearer token to send, for a kurad with tokens
 }
 
 // do sends a request and returns the status and decoded JSON body.
@@ -28,6 +29,9 @@ func (c *apiClient) do(method, path, contentType string, body []byte) (int, map[
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if c.tok != "" {
+		req.Header.Set("Authorization", "Bearer "+c.tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -49,7 +49,8 @@ func startAuthKurad(t *testing.T, configure func(*daemon.Config)) *authEnv {
 		auth.HashToken(tWB) + " agent:b writer beta beta\n" +
 		auth.HashToken(tWP) + " agent:p writer gamma alpha\n" +
 		auth.HashToken(tRS) + " agent:s reader beta *\n" +
-		auth.HashToken(tRG) + " agent:rg reader gamma alpha\n"
+		auth.HashToken(tRG) + " agent:rg reader gamma alpha\n" +
+		auth.HashToken(tWD) + " agent:d writer alpha beta,default\n"
 	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -101,8 +101,8 @@ func writtenBy(n nodeAnswer) string {
 
 // TestAuthA_OwnedNodeRewrite: a writer of the scope who is not a node's
 // owner may not re-put, batch re-put, revise or transition it: 403 and
-// nothing written. The owner and admins may; nodes without an owner stay
-// writable by every writer of the scope, and MCP's memory_put follows.
+// nothing written. The owner and admins may; a writer's new node is its
+// own, and MCP's memory_put follows.
 func TestAuthA_OwnedNodeRewrite(t *testing.T) {
 	t.Parallel()
 	e := startAuthKurad(t, nil)
@@ -128,9 +128,12 @@ func TestAuthA_OwnedNodeRewrite(t *testing.T) {
 		t.Errorf("admin's transition: %+v, want version 3 still owned by agent:a", n)
 	}
 
-	// Without an owner, every writer of the scope writes the node.
-	e.must(tWA2, "POST", mem, `{"kind":"fact","id":"free","summary":"by a2"}`)
-	e.must(tWA, "POST", mem, `{"kind":"fact","id":"free","summary":"by a"}`)
+	// A writer's node written without an owner is its own: it writes it
+	// again, another writer may not.
+	if n := decodeAs[nodeAnswer](t, mustBytes(e, tWA2, "POST", mem, `{"kind":"fact","id":"free","summary":"by a2"}`)); n.Owner == nil || *n.Owner != "agent:a2" {
+		t.Errorf("a writer's new node: %+v, want owned by agent:a2", n)
+	}
+	e.refused("re-put of another writer's new node", tWA, "POST", mem, `{"kind":"fact","id":"free","summary":"by a"}`)
 	e.must(tWA2, "POST", mem+"/fact:free/transition", `{"lifecycle":"active","reason":"checked"}`)
 
 	// MCP's memory_put is the same route: the owner writes, another is refused.
@@ -143,6 +146,79 @@ func TestAuthA_OwnedNodeRewrite(t *testing.T) {
 	}
 	if after := e.state(); after != before {
 		t.Errorf("the refused memory_put changed the database: %s -> %s", before, after)
+	}
+}
+
+// useNow is the refs and summaries of a scope's use_now bucket, as a
+// reader's context preview shows them.
+func (e *authEnv) useNow(scope string) map[string]string {
+	e.t.Helper()
+	b := decodeAs[struct {
+		Buckets struct {
+			UseNow []struct{ Ref, Summary string } `json:"use_now"`
+		}
+	}](e.t, mustBytes(e, tRA, "POST", "/v1/scopes/"+scope+"/context/preview", `{}`))
+	out := map[string]string{}
+	for _, it := range b.Buckets.UseNow {
+		out[it.Ref] = it.Summary
+	}
+	return out
+}
+
+// TestAuthA_OwnerlessNodeRewrite: a node without an owner is written
+// again only by an admin. A writer of the scope may not re-put, batch
+// re-put, revise or transition an admin's ownerless node that is active
+// and verified (which would put its words into use_now under that
+// authority): 403, nothing written, the admin's text still what use_now
+// holds. A writer's own new node is its own (owner = the writer) and keeps
+// the authority it asserted; an admin may hand an ownerless node to a
+// writer by naming it owner.
+func TestAuthA_OwnerlessNodeRewrite(t *testing.T) {
+	t.Parallel()
+	e := startAuthKurad(t, nil)
+	mem := "/v1/scopes/alpha/memory/nodes"
+	if n := decodeAs[nodeAnswer](t, mustBytes(e, tRoot, "POST", mem, `{"kind":"fact","id":"nowner","summary":"by admin","lifecycle":"active","authority":"verified"}`)); n.Owner != nil {
+		t.Fatalf("admin's node without owner: %+v, want no owner", n)
+	}
+	if got := e.useNow("alpha"); got["fact:nowner"] != "by admin" {
+		t.Fatalf("use_now %v, want fact:nowner by admin", got)
+	}
+
+	e.refused("re-put of an ownerless node", tWA2, "POST", mem, `{"kind":"fact","id":"nowner","summary":"by a2"}`)
+	e.refused("re-put claiming an ownerless node", tWA2, "POST", mem, `{"kind":"fact","id":"nowner","summary":"by a2","owner":"agent:a2"}`)
+	e.refused("batch holding an ownerless node", tWA2, "POST", mem+"/batch", `{"nodes":[{"kind":"fact","id":"fresh","summary":"new"},{"kind":"fact","id":"nowner","summary":"by a2"}]}`)
+	e.refused("revise of an ownerless node", tWA2, "POST", mem+"/fact:nowner/revise", `{"id":"nowner2","summary":"by a2"}`)
+	e.refused("transition of an ownerless node", tWA2, "POST", mem+"/fact:nowner/transition", `{"lifecycle":"active","authority":"verified","reason":"mine now"}`)
+	if text, isErr := e.mcpTool(tWA2, "memory_put", map[string]any{"scope": "alpha", "kind": "fact", "id": "nowner", "summary": "by a2 through mcp"}); !isErr || !strings.Contains(text, "permission_denied") {
+		t.Errorf("memory_put of an ownerless node: %s, want permission_denied", text)
+	}
+	if n := e.node(tRoot, "alpha", "fact:nowner", ""); n.Version != 1 || n.Summary != "by admin" || n.Owner != nil || writtenBy(n) != "user:root" {
+		t.Errorf("after the refusals: %+v, want version 1 as the admin wrote it", n)
+	}
+	if got := e.useNow("alpha"); got["fact:nowner"] != "by admin" || len(got) != 1 {
+		t.Errorf("use_now %v, want only fact:nowner by admin", got)
+	}
+
+	// A writer's own new node keeps the authority it asserted: it is its
+	// owner's word, signed by written_by, as an owned node's always was.
+	n := decodeAs[nodeAnswer](t, mustBytes(e, tWA2, "POST", mem, `{"kind":"fact","id":"mine","summary":"by a2","lifecycle":"active","authority":"verified"}`))
+	if n.Owner == nil || *n.Owner != "agent:a2" || n.Authority != "verified" || writtenBy(n) != "agent:a2" {
+		t.Errorf("a writer's new node: %+v, want owned by agent:a2, verified", n)
+	}
+	if got := e.useNow("alpha"); got["fact:mine"] != "by a2" {
+		t.Errorf("use_now %v, want fact:mine by a2", got)
+	}
+	// owner "" does not give it away: a non-admin's node keeps an owner.
+	if n := decodeAs[nodeAnswer](t, mustBytes(e, tWA2, "POST", mem, `{"kind":"fact","id":"mine","summary":"by a2 again","owner":""}`)); n.Owner == nil || *n.Owner != "agent:a2" {
+		t.Errorf("owner cleared by a writer: %+v, want still agent:a2", n)
+	}
+	e.refused("re-put of another writer's node", tWA, "POST", mem, `{"kind":"fact","id":"mine","summary":"by a"}`)
+
+	// An admin still writes the ownerless node, and may hand it over.
+	e.must(tRoot, "POST", mem, `{"kind":"fact","id":"nowner","summary":"by admin again"}`)
+	e.must(tRoot, "POST", mem, `{"kind":"fact","id":"nowner","owner":"agent:a2"}`)
+	if n := decodeAs[nodeAnswer](t, mustBytes(e, tWA2, "POST", mem, `{"kind":"fact","id":"nowner","summary":"by a2, its owner now"}`)); n.Version != 4 || n.Authority != "verified" {
+		t.Errorf("the new owner's re-put: %+v, want version 4", n)
 	}
 }
 
@@ -163,18 +239,18 @@ func TestAuthA_WrittenBy(t *testing.T) {
 	e := startAuthKurad(t, nil)
 	mem := "/v1/scopes/alpha/memory/nodes"
 	v1 := decodeAs[nodeAnswer](t, mustBytes(e, tWA, "POST", mem, `{"kind":"fact","id":"w","summary":"one"}`))
-	v2 := decodeAs[nodeAnswer](t, mustBytes(e, tWA2, "POST", mem, `{"kind":"fact","id":"w","summary":"two"}`))
-	v3 := decodeAs[nodeAnswer](t, mustBytes(e, tRoot, "POST", mem+"/fact:w/transition", `{"lifecycle":"active","reason":"ok"}`))
+	v2 := decodeAs[nodeAnswer](t, mustBytes(e, tRoot, "POST", mem, `{"kind":"fact","id":"w","summary":"two","owner":"agent:a2"}`))
+	v3 := decodeAs[nodeAnswer](t, mustBytes(e, tWA2, "POST", mem+"/fact:w/transition", `{"lifecycle":"active","reason":"ok"}`))
 	for i, c := range []struct {
 		n    nodeAnswer
 		want string
-	}{{v1, "agent:a"}, {v2, "agent:a2"}, {v3, "user:root"}} {
+	}{{v1, "agent:a"}, {v2, "user:root"}, {v3, "agent:a2"}} {
 		if got := writtenBy(c.n); got != c.want {
 			t.Errorf("answer %d: written_by %s, want %s", i+1, got, c.want)
 		}
 	}
-	if got := writtenBy(e.node(tRA, "alpha", "fact:w", "")); got != "user:root" {
-		t.Errorf("current version: written_by %s, want user:root", got)
+	if got := writtenBy(e.node(tRA, "alpha", "fact:w", "")); got != "agent:a2" {
+		t.Errorf("current version: written_by %s, want agent:a2", got)
 	}
 	if got := writtenBy(e.node(tRA, "alpha", "fact:w", "?as_of="+v1.UpdatedAt)); got != "agent:a" {
 		t.Errorf("as_of the first version: written_by %s, want agent:a", got)
@@ -184,12 +260,12 @@ func TestAuthA_WrittenBy(t *testing.T) {
 	for _, v := range hist.Versions {
 		by = append(by, writtenBy(v))
 	}
-	if want := []string{"agent:a", "agent:a2", "user:root"}; !slices.Equal(by, want) {
+	if want := []string{"agent:a", "user:root", "agent:a2"}; !slices.Equal(by, want) {
 		t.Errorf("history written_by %v, want %v", by, want)
 	}
 	list := decodeAs[struct{ Nodes []nodeAnswer }](t, mustBytes(e, tRA, "GET", mem, ""))
-	if len(list.Nodes) != 1 || writtenBy(list.Nodes[0]) != "user:root" {
-		t.Errorf("listing: %+v, want fact:w written by user:root", list.Nodes)
+	if len(list.Nodes) != 1 || writtenBy(list.Nodes[0]) != "agent:a2" {
+		t.Errorf("listing: %+v, want fact:w written by agent:a2", list.Nodes)
 	}
 
 	// A revise: the new node and the old one's retirement are the reviser's.

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/kura-memory/kura/internal/daemon"
-	"github.com/kura-memory/kura/internal/kuradtest"
 )
 
 // backupName is how kurad names a backup made without a path: the UTC time,
@@ -21,11 +20,14 @@ var backupName = regexp.MustCompile(`^\d{8}T\d{6}\.\d{9}Z$`)
 // (default <data-dir>/backups, created 0700). Without a path kurad names a
 // new subdirectory from the time; a given path must resolve (symlinks and
 // .. followed) inside the backup directory, else 400 naming the field,
-// with nothing created; and no error repeats a path or a file name.
+// with nothing created; and no error repeats a path or a file name. kurad
+// runs with a tokens file: the admin's token backs up; a writer's and a
+// reader's are refused 403 and make nothing, whatever path they name.
 func TestAPI_BackupDirectory(t *testing.T) {
 	t.Parallel()
-	d := kuradtest.StartMain(t, kuradtest.Options{})
-	c := &apiClient{tb: t, base: d.BaseURL()}
+	e := startAuthKurad(t, nil)
+	d := e.d
+	c := &apiClient{tb: t, base: d.BaseURL(), tok: tRoot}
 	if st, _, raw := c.post("/v1/records", `{"type":"agent.thought","content":"x","author_id":"agent:bmo"}`); st != 201 {
 		t.Fatalf("setup: %d %s", st, raw)
 	}
@@ -37,6 +39,31 @@ func TestAPI_BackupDirectory(t *testing.T) {
 	// The backup directory may be reached through a symlinked parent:
 	// answers name the resolved path.
 	root, _ = filepath.EvalSymlinks(root)
+
+	t.Run("NeedsAdmin", func(t *testing.T) {
+		outside := t.TempDir()
+		for _, tok := range []string{tWA, tRA} {
+			for _, body := range []string{`{}`, fmt.Sprintf(`{"path":%q}`, filepath.Join(root, "mine")), fmt.Sprintf(`{"path":%q}`, filepath.Join(outside, "b"))} {
+				before := c.state()
+				code, raw := e.do(tok, "POST", "/v1/admin/backup", body)
+				if code != 403 || !strings.Contains(string(raw), `"permission_denied"`) {
+					t.Errorf("backup %s with %s: got %d %s, want 403 permission_denied", body, tok, code, raw)
+				}
+				if strings.Contains(string(raw), root) || strings.Contains(string(raw), outside) {
+					t.Errorf("the refusal repeats a path: %s", raw)
+				}
+				if c.state() != before {
+					t.Errorf("a refused backup changed the store")
+				}
+			}
+		}
+		if entries, err := os.ReadDir(root); err != nil || len(entries) != 0 {
+			t.Errorf("after refused backups the backup directory holds %v (%v), want nothing", entries, err)
+		}
+		if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+			t.Errorf("a refused backup made %v outside", entries)
+		}
+	})
 
 	mustBackup := func(t *testing.T, body string) string {
 		t.Helper()
@@ -151,10 +178,17 @@ func TestAPI_BackupDirectory(t *testing.T) {
 func TestAPI_BackupDirectoryConfigured(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "srv", "kura-backups")
-	d := kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) { c.BackupDir = dir }})
-	c := &apiClient{tb: t, base: d.BaseURL()}
+	e := startAuthKurad(t, func(c *daemon.Config) { c.BackupDir = dir })
+	d := e.d
+	c := &apiClient{tb: t, base: d.BaseURL(), tok: tRoot}
 	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("got %v %v, want %s made 0700", st, err, dir)
+	}
+	if code, raw := e.do(tWA, "POST", "/v1/admin/backup", `{}`); code != 403 {
+		t.Errorf("backup with a writer's token: got %d %s, want 403", code, raw)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused backup made %v", entries)
 	}
 	code, m, raw := c.post("/v1/admin/backup", `{}`)
 	if p, _ := m["path"].(string); code != 200 || filepath.Dir(p) != dir {

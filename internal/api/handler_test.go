@@ -79,13 +79,13 @@ func (f *fakeStore) LookupIdempotency(_ context.Context, identity, key string) (
 	return nil, nil
 }
 
-func (f *fakeStore) CreateRecord(_ context.Context, in *kura.RecordInput, opts ...kura.WriteOption) (*kura.Record, error) {
+func (f *fakeStore) CreateRecordFor(_ context.Context, in *kura.RecordInput, _ []string, opts ...kura.WriteOption) (*kura.Record, error) {
 	f.mu.Lock()
 	dup := f.records[string(in.Content)]
 	f.records[string(in.Content)] = true
 	f.mu.Unlock()
 	rec := &kura.Record{ID: "0190f0f0-0000-7000-8000-000000000001", Type: in.Type, AuthorID: in.AuthorID, Content: in.Content, Deduplicated: dup}
-	return rec, f.write("CreateRecord", opts, rec, !dup)
+	return rec, f.write("CreateRecordFor", opts, rec, !dup)
 }
 
 func (f *fakeStore) CreateLedger(_ context.Context, in *kura.LedgerInput, opts ...kura.WriteOption) (*kura.Ledger, error) {
@@ -206,7 +206,7 @@ var handlerWrites = []struct {
 	store                    string // the fake's method the route calls
 	status                   int
 }{
-	{"record", "POST", "/v1/records", `{"type":"note","author_id":"agent:w","content":{"text":"hi"}}`, "CreateRecord", 201},
+	{"record", "POST", "/v1/records", `{"type":"note","author_id":"agent:w","content":{"text":"hi"}}`, "CreateRecordFor", 201},
 	{"ledger", "POST", "/v1/ledgers", `{"record_ids":[]}`, "CreateLedger", 201},
 	{"session", "POST", "/v1/sessions", `{"name":"main","project":"p"}`, "CreateSession", 201},
 	{"turn", "POST", "/v1/turns/0190f0f0-0000-7000-8000-000000000009/claim", `{"worker":"agent:w"}`, "ClaimTurn", 200},

@@ -90,11 +90,26 @@ func wantImportDenied(t *testing.T, c *apiClient, body []byte, id string) {
 	}
 }
 
+// wantImportRefused posts body with a token that may not import: 403,
+// nothing written.
+func wantImportRefused(t *testing.T, e *authEnv, tok string, body []byte) {
+	t.Helper()
+	before := e.state()
+	if code, raw := e.do(tok, "POST", "/v1/admin/import", string(body)); code != 403 || !strings.Contains(string(raw), `"permission_denied"`) {
+		t.Errorf("import with %s: got %d %s, want 403 permission_denied", tok, code, raw)
+	}
+	if after := e.state(); after != before {
+		t.Errorf("a refused import wrote something: %s -> %s", before, after)
+	}
+}
+
 // TestImport_SysRecordsNeedThisKuradsSignature: sys: records are kurad's
 // own, for every caller, the import included. One is accepted only inside a
 // ledger of the same import whose signature verifies under this kurad's key
 // (or a retired key it is told to trust); otherwise the import is 403
-// naming the record and writes nothing.
+// naming the record and writes nothing. The importing kurads of SameKey
+// and HandMade run with a tokens file: an admin token with every project
+// imports (and is refused forgeries like anyone), a writer's is refused.
 func TestImport_SysRecordsNeedThisKuradsSignature(t *testing.T) {
 	t.Parallel()
 	a := kuradtest.StartMain(t, kuradtest.Options{})
@@ -103,8 +118,9 @@ func TestImport_SysRecordsNeedThisKuradsSignature(t *testing.T) {
 	body, _ := json.Marshal(in)
 
 	t.Run("SameKey", func(t *testing.T) {
-		b := kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) { c.KeyFile = a.Config.KeyFile }})
-		cb := &apiClient{tb: t, base: b.BaseURL()}
+		e := startAuthKurad(t, func(c *daemon.Config) { c.KeyFile = a.Config.KeyFile })
+		cb := &apiClient{tb: t, base: e.base, tok: tRoot}
+		wantImportRefused(t, e, tWA, body)
 		res := decode[kura.ImportResult](t, cb.mustPost("/v1/admin/import", string(body), 200))
 		if res.Records != len(in.Records) || res.Ledgers != len(in.Ledgers) || res.Sessions != 1 {
 			t.Fatalf("import: %+v", res)
@@ -132,9 +148,11 @@ func TestImport_SysRecordsNeedThisKuradsSignature(t *testing.T) {
 	})
 
 	t.Run("HandMade", func(t *testing.T) {
-		c := newClient(t)
+		e := startAuthKurad(t, nil)
+		c := &apiClient{tb: t, base: e.base, tok: tRoot}
 		forged := forgedSysRecord(t)
 		alone, _ := json.Marshal(kura.ImportInput{Records: []kura.Record{forged}})
+		wantImportRefused(t, e, tWA, alone)
 		wantImportDenied(t, c, alone, forged.ID)
 
 		// In a ledger of the import, with correct hashes but no signature

@@ -13,8 +13,11 @@ import (
 
 // RecordStore is what the record routes need from the store.
 type RecordStore interface {
-	CreateRecord(ctx context.Context, in *kura.RecordInput, opts ...kura.WriteOption) (*kura.Record, error)
-	CreateRecords(ctx context.Context, ins []kura.RecordInput, opts ...kura.WriteOption) ([]kura.Record, error)
+	// CreateRecordFor and CreateRecordsFor write records for a caller
+	// limited to projects (nil: all), which decide where a record naming no
+	// project rings (kura.RecordEventProject).
+	CreateRecordFor(ctx context.Context, in *kura.RecordInput, projects []string, opts ...kura.WriteOption) (*kura.Record, error)
+	CreateRecordsFor(ctx context.Context, ins []kura.RecordInput, projects []string, opts ...kura.WriteOption) ([]kura.Record, error)
 	GetRecord(ctx context.Context, id string) (*kura.Record, error)
 	GetRecordByHash(ctx context.Context, hash string) (*kura.Record, error)
 	ListRecords(ctx context.Context, f kura.RecordFilter) ([]kura.Record, string, error)
@@ -26,7 +29,7 @@ func (s *Server) recordRoutes() []route {
 			method: http.MethodPost, pattern: "/v1/records", role: auth.RoleWriter,
 			body: checkRecordInput, answer: answerNew,
 			call: func(r *http.Request, in *kura.RecordInput, keep kura.WriteOption) (*kura.Record, bool, error) {
-				rec, err := s.store.CreateRecord(r.Context(), in, keep)
+				rec, err := s.store.CreateRecordFor(r.Context(), in, eventProjects(r), keep)
 				return rec, err == nil && !rec.Deduplicated, err
 			},
 		}.route(s),
@@ -34,7 +37,7 @@ func (s *Server) recordRoutes() []route {
 			method: http.MethodPost, pattern: "/v1/records/batch", role: auth.RoleWriter,
 			body: checkRecordBatch, answer: answer201,
 			call: func(r *http.Request, in *recordBatch, keep kura.WriteOption) ([]kura.Record, bool, error) {
-				recs, err := s.store.CreateRecords(r.Context(), in.Records, keep)
+				recs, err := s.store.CreateRecordsFor(r.Context(), in.Records, eventProjects(r), keep)
 				return recs, true, err
 			},
 		}.route(s),
@@ -150,12 +153,24 @@ func recordAuthors(ins []kura.RecordInput) []string {
 // recordProject: a record written outside a turn sends its event to
 // the project its metadata.project_id names (the feed and the NATS
 // subject), so the token must hold that project. Inside a turn the
-// session's project is used whatever the metadata says.
+// session's project is used whatever the metadata says. A record naming
+// no project rings in a project the token holds too: eventProjects.
 func recordProject(s *Server, r *http.Request, p auth.Principal, in *kura.RecordInput) error {
 	if pid := in.Metadata["project_id"]; kura.ValidSlug(pid) && !p.AllowsProject(pid) {
 		return denied("metadata.project_id %s is outside the token's projects (the record's event would go to that project)", pid)
 	}
 	return nil
+}
+
+// eventProjects is the caller's projects as the store takes them to
+// decide the event project of a record naming none: nil for a token with
+// projects *, which may ring in the default project, as before.
+func eventProjects(r *http.Request) []string {
+	p := auth.FromContext(r.Context())
+	if p.AllProjects() {
+		return nil
+	}
+	return append([]string{}, p.Projects...)
 }
 
 func checkRecordInput(s *Server, r *http.Request, p auth.Principal, in *kura.RecordInput) error {

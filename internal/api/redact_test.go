@@ -10,14 +10,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/kura-memory/kura/internal/kuradtest"
 )
 
+// TestAPI_RedactRecord: an admin redacts a record held by a ledger and a
+// turn and written with an Idempotency-Key; bad requests change nothing;
+// every read serves it redacted, ledgers still verify, the event holds ids
+// only, a second redaction is idempotent, and the content is gone from
+// kura.db and kura.db-wal. kurad runs with a tokens file; the admin's
+// token redacts, a writer's is refused and changes nothing.
 func TestAPI_RedactRecord(t *testing.T) {
 	t.Parallel()
-	d := kuradtest.StartMain(t, kuradtest.Options{})
-	c := &apiClient{tb: t, base: d.BaseURL()}
+	e := startAuthKurad(t, nil)
+	d := e.d
+	c := &apiClient{tb: t, base: d.BaseURL(), tok: tRoot}
 	marker := fmt.Sprintf("MARKER-%d-redact-me", os.Getpid())
 
 	// Written with an Idempotency-Key: kurad keeps that answer, content
@@ -25,6 +30,7 @@ func TestAPI_RedactRecord(t *testing.T) {
 	req, _ := http.NewRequest("POST", c.base+"/v1/records", strings.NewReader(`{"type":"agent.thought","content":{"text":"`+marker+`"},"author_id":"agent:bmo"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", "write-secret")
+	req.Header.Set("Authorization", "Bearer "+tRoot)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -81,13 +87,14 @@ func TestAPI_RedactRecord(t *testing.T) {
 		}
 	})
 
+	wantRedactRefused(t, e, tWA, id, d.Config.DataDir, marker)
 	st, m, raw = c.post("/v1/records/"+id+"/redact", `{"reason":"leaked a customer's address"}`)
 	if st != 200 {
 		t.Fatalf("redact: %d %s", st, raw)
 	}
 	rd := m["redaction"].(map[string]any)
-	if rd["by"] != "user:local" || rd["reason"] != "leaked a customer's address" || m["already_redacted"] != false {
-		t.Errorf("got %s, want the local admin, the reason, already_redacted false", raw)
+	if rd["by"] != "user:root" || rd["reason"] != "leaked a customer's address" || m["already_redacted"] != false {
+		t.Errorf("got %s, want the admin user:root, the reason, already_redacted false", raw)
 	}
 	if bytes.Contains(raw, []byte(marker)) {
 		t.Errorf("the redact answer holds the content: %s", raw)
@@ -106,6 +113,7 @@ func TestAPI_RedactRecord(t *testing.T) {
 		req, _ := http.NewRequest("POST", c.base+"/v1/records", strings.NewReader(`{"type":"agent.thought","content":{"text":"`+marker+`"},"author_id":"agent:bmo"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", "write-secret")
+		req.Header.Set("Authorization", "Bearer "+tRoot)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

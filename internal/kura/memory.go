@@ -92,14 +92,18 @@ type Writer struct {
 }
 
 // CheckNodeRewrite is the rule for writing a new version of an existing
-// node (re-put, batch put, revise, transition): a node with an owner is
-// written only by its owner or an admin; a node without one by every
-// writer of its scope. A new version keeps the node's owner and authority,
-// so letting anyone else write it would put their words under the owner's
-// name.
+// node (re-put, batch put, revise, transition): only its owner or an admin
+// writes it, and a node without an owner only an admin. A new version
+// keeps the node's owner and authority, so letting anyone else write it
+// would put their words under the owner's name, or under an authority an
+// admin gave, straight into use_now. A non-admin's own new nodes are its
+// own (MergeNode), so what it writes it may write again.
 func CheckNodeRewrite(ref string, owner *string, w Writer) error {
-	if owner == nil || *owner == "" || w.Admin || *owner == w.Identity {
+	if w.Admin || (owner != nil && *owner != "" && *owner == w.Identity) {
 		return nil
+	}
+	if owner == nil || *owner == "" {
+		return Errorf(EDenied, "%s has no owner: only an admin may write it", ref).WithDetail("ref", ref)
 	}
 	return Errorf(EDenied, "%s is owned by %s: only its owner or an admin may write it", ref, *owner).
 		WithDetail("ref", ref).WithDetail("owner", *owner)

@@ -16,8 +16,11 @@ func TestCheckNodeRewrite(t *testing.T) {
 		w     kura.Writer
 		allow bool
 	}{
-		{"no owner: any writer", nil, a, true},
-		{"empty owner: any writer", str(""), a, true},
+		{"no owner: not a writer", nil, a, false},
+		{"empty owner: not a writer", str(""), a, false},
+		{"no owner: an admin", nil, kura.Writer{Identity: "user:root", Admin: true}, true},
+		{"no owner: the tokenless local user", nil, kura.Writer{Identity: "user:local", Admin: true}, true},
+		{"no owner: an unknown caller", nil, kura.Writer{}, false},
 		{"the owner", str("agent:a"), a, true},
 		{"another identity", str("agent:b"), a, false},
 		{"an admin", str("agent:b"), kura.Writer{Identity: "user:root", Admin: true}, true},
@@ -38,8 +41,13 @@ func TestCheckNodeRewrite(t *testing.T) {
 			if !kura.IsCode(err, kura.EDenied) {
 				t.Fatalf("got %v, want permission_denied", err)
 			}
-			if d := err.(*kura.Error).Details; d["owner"] != *tc.owner || d["ref"] != "fact:f" {
-				t.Errorf("got details %v, want owner %s and ref fact:f", d, *tc.owner)
+			owner := ""
+			if tc.owner != nil {
+				owner = *tc.owner
+			}
+			d := err.(*kura.Error).Details
+			if got, _ := d["owner"].(string); got != owner || d["ref"] != "fact:f" {
+				t.Errorf("got details %v, want owner %q and ref fact:f", d, owner)
 			}
 		})
 	}

@@ -16,7 +16,8 @@ const (
 // MergeNode is the rule for what a write makes of a node: a new node (old
 // nil) takes in over the defaults and needs a summary; a new version takes
 // in over old, field by field, where a nil field keeps the old value and
-// an empty payload_ref or owner clears it. The result has the next
+// an empty payload_ref or owner clears it; a non-admin writer's node
+// without an owner becomes the writer's. The result has the next
 // version, updated at now, written by in.Writer. lineage reports whether
 // derived_from changed (and so the lineage edges must be rewritten);
 // derived_from is deduplicated, and a node may not derive from itself.
@@ -60,6 +61,13 @@ func MergeNode(old *Node, in *NodeInput, scope, now, field string) (n Node, line
 		if *in.Owner == "" {
 			n.Owner = nil
 		}
+	}
+	if n.Owner == nil && !in.Writer.Admin && in.Writer.Identity != "" {
+		// A non-admin's node is its own: CheckNodeRewrite lets only admins
+		// write a node without an owner, so one left without would be
+		// out of its writer's reach from the next version on.
+		by := in.Writer.Identity
+		n.Owner = &by
 	}
 	if in.Metadata != nil {
 		n.Metadata = in.Metadata

@@ -29,7 +29,26 @@ func TestMergeNode(t *testing.T) {
 			want: func(n *kura.Node) {
 				*n = kura.Node{Ref: "fact:a", Scope: "p", Kind: "fact", ID: "a", Summary: "S", Lifecycle: "candidate",
 					Authority: "unknown", Confidence: 0.5, SourceType: "direct_experience", TargetFiles: []string{},
-					DerivedFrom: []string{}, Metadata: json.RawMessage("{}"), Version: 1, CreatedAt: now, UpdatedAt: now, WrittenBy: "bob"}
+					DerivedFrom: []string{}, Metadata: json.RawMessage("{}"), Version: 1, CreatedAt: now, UpdatedAt: now, WrittenBy: "bob", Owner: s("bob")}
+			}},
+		// A non-admin's node is its own, so that it may write it again.
+		{name: "NewByWriterEmptyOwnerIsTheWriters", in: kura.NodeInput{Kind: "fact", ID: "a", Summary: s("S"), Owner: s(""), Writer: kura.Writer{Identity: "bob"}},
+			want: func(n *kura.Node) {
+				*n = kura.Node{Ref: "fact:a", Scope: "p", Kind: "fact", ID: "a", Summary: "S", Lifecycle: "candidate",
+					Authority: "unknown", Confidence: 0.5, SourceType: "direct_experience", TargetFiles: []string{},
+					DerivedFrom: []string{}, Metadata: json.RawMessage("{}"), Version: 1, CreatedAt: now, UpdatedAt: now, WrittenBy: "bob", Owner: s("bob")}
+			}},
+		{name: "NewByWriterNamedOwnerKept", in: kura.NodeInput{Kind: "fact", ID: "a", Summary: s("S"), Owner: s("alice"), Writer: kura.Writer{Identity: "bob"}},
+			want: func(n *kura.Node) {
+				*n = kura.Node{Ref: "fact:a", Scope: "p", Kind: "fact", ID: "a", Summary: "S", Lifecycle: "candidate",
+					Authority: "unknown", Confidence: 0.5, SourceType: "direct_experience", TargetFiles: []string{},
+					DerivedFrom: []string{}, Metadata: json.RawMessage("{}"), Version: 1, CreatedAt: now, UpdatedAt: now, WrittenBy: "bob", Owner: s("alice")}
+			}},
+		{name: "NewByAdminMayHaveNoOwner", in: kura.NodeInput{Kind: "fact", ID: "a", Summary: s("S"), Writer: kura.Writer{Identity: "root", Admin: true}},
+			want: func(n *kura.Node) {
+				*n = kura.Node{Ref: "fact:a", Scope: "p", Kind: "fact", ID: "a", Summary: "S", Lifecycle: "candidate",
+					Authority: "unknown", Confidence: 0.5, SourceType: "direct_experience", TargetFiles: []string{},
+					DerivedFrom: []string{}, Metadata: json.RawMessage("{}"), Version: 1, CreatedAt: now, UpdatedAt: now, WrittenBy: "root"}
 			}},
 		{name: "NewNeedsSummary", in: kura.NodeInput{Kind: "fact", ID: "a"}, wantField: "nodes[2].summary"},
 		{name: "NewDerivedDeduped", in: kura.NodeInput{Kind: "fact", ID: "a", Summary: s("S"), DerivedFrom: []string{"fact:b", "fact:b", "fact:c"}},
@@ -57,6 +76,10 @@ func TestMergeNode(t *testing.T) {
 			}},
 		{name: "EmptyClearsPayloadAndOwner", old: old, in: kura.NodeInput{Kind: "fact", ID: "a", PayloadRef: s(""), Owner: s("")},
 			want: func(n *kura.Node) { n.PayloadRef, n.Owner, n.Version, n.UpdatedAt, n.WrittenBy = nil, nil, 4, now, "" }},
+		{name: "OwnerClearingOwnNodeKeepsIt", old: old, in: kura.NodeInput{Kind: "fact", ID: "a", Owner: s(""), Writer: kura.Writer{Identity: "alice"}},
+			want: func(n *kura.Node) { n.Version, n.UpdatedAt, n.WrittenBy = 4, now, "alice" }},
+		{name: "AdminClearsOwner", old: old, in: kura.NodeInput{Kind: "fact", ID: "a", Owner: s(""), Writer: kura.Writer{Identity: "root", Admin: true}},
+			want: func(n *kura.Node) { n.Owner, n.Version, n.UpdatedAt, n.WrittenBy = nil, 4, now, "root" }},
 		{name: "SameDerivedNoLineage", old: old, in: kura.NodeInput{Kind: "fact", ID: "a", DerivedFrom: []string{"fact:b"}},
 			want: func(n *kura.Node) { n.Version, n.UpdatedAt, n.WrittenBy = 4, now, "" }},
 		{name: "ChangedDerivedLineage", old: old, in: kura.NodeInput{Kind: "fact", ID: "a", DerivedFrom: []string{}},

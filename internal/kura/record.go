@@ -3,6 +3,7 @@ package kura
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -92,6 +93,25 @@ type RecordInput struct {
 	Content  json.RawMessage   `json:"content"`
 	AuthorID string            `json:"author_id"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// RecordEventProject is the project whose feed and NATS subjects hear of
+// a record written outside a turn (its record.written event): the project
+// its metadata.project_id names, else the default project, unless the
+// writer is limited to projects (non-nil) that do not include the default:
+// then the writer's first project, so that a limited writer's records never
+// ring in a project it does not hold. The metadata is not changed: it is
+// covered by the record's seal. A project_id outside the writer's projects
+// is refused before this (the API's check); one that is not a slug names
+// no project.
+func RecordEventProject(metadata map[string]string, defaultProject string, projects []string) string {
+	if pid := metadata["project_id"]; ValidSlug(pid) {
+		return pid
+	}
+	if len(projects) == 0 || slices.Contains(projects, defaultProject) {
+		return defaultProject
+	}
+	return projects[0]
 }
 
 // RecordFilter selects records for listing. Since and Until bound created_at

@@ -452,3 +452,31 @@ func TestExtractedKind(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordEventProject(t *testing.T) {
+	t.Parallel()
+	pid := func(p string) map[string]string { return map[string]string{"project_id": p} }
+	tests := []struct {
+		name     string
+		metadata map[string]string
+		projects []string
+		want     string
+	}{
+		{"all projects, no project_id", nil, nil, "default"},
+		{"all projects, project_id", pid("beta"), nil, "beta"},
+		{"holds the default", nil, []string{"alpha", "default"}, "default"},
+		{"limited without the default", nil, []string{"alpha", "beta"}, "alpha"},
+		{"limited, other metadata only", map[string]string{"k": "v"}, []string{"alpha"}, "alpha"},
+		{"limited, empty project_id", pid(""), []string{"alpha"}, "alpha"},
+		{"limited, project_id not a slug", pid("Not A Slug"), []string{"alpha"}, "alpha"},
+		{"limited, its own project_id", pid("beta"), []string{"alpha", "beta"}, "beta"},
+		{"no project list", nil, []string{}, "default"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := kura.RecordEventProject(tc.metadata, "default", tc.projects); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -19,7 +19,7 @@ func TestAccess_PackedMemoryByScope(t *testing.T) {
 	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
-	if _, _, err := db.PutNode(ctx, "alpha", &kura.NodeInput{Kind: "fact", ID: "f", Summary: ptr("alpha's secret"), Lifecycle: ptr("active"), Authority: ptr("trusted")}); err != nil {
+	if _, _, err := db.PutNode(ctx, "alpha", &kura.NodeInput{Writer: root, Kind: "fact", ID: "f", Summary: ptr("alpha's secret"), Lifecycle: ptr("active"), Authority: ptr("trusted")}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := db.CreateSession(ctx, &kura.SessionInput{Project: "p", Name: "s", Scope: "alpha"})

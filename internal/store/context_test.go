@@ -125,7 +125,7 @@ func TestContext_AsOfYesterday(t *testing.T) {
 	yesterday := kura.FormatTime(c.now().Add(time.Hour))
 
 	c.set(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
-	if _, err := db.TransitionNode(ctx, "s", "fact:f1", &kura.Transition{Lifecycle: "suppressed", Reason: "wrong"}); err != nil {
+	if _, err := db.TransitionNode(ctx, "s", "fact:f1", &kura.Transition{Writer: root, Lifecycle: "suppressed", Reason: "wrong"}); err != nil {
 		t.Fatal(err)
 	}
 	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f3", Summary: ptr("new"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
@@ -265,15 +265,15 @@ func TestContext_KeptScopeReadFollowsEveryChange(t *testing.T) {
 		do   func() error
 	}{
 		{"new node", func() error {
-			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "belief", ID: "b1", Summary: ptr("deploy maybe")})
+			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Writer: root, Kind: "belief", ID: "b1", Summary: ptr("deploy maybe")})
 			return err
 		}},
 		{"transition", func() error {
-			_, err := db.TransitionNode(ctx, "s", "fact:f2", &kura.Transition{Lifecycle: "suppressed", Reason: "stale"})
+			_, err := db.TransitionNode(ctx, "s", "fact:f2", &kura.Transition{Writer: root, Lifecycle: "suppressed", Reason: "stale"})
 			return err
 		}},
 		{"revision", func() error {
-			_, err := db.ReviseNode(ctx, "s", "fact:f1", &kura.NodeInput{Kind: "fact", ID: "f1b", Summary: ptr("deploy on mondays"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
+			_, err := db.ReviseNode(ctx, "s", "fact:f1", &kura.NodeInput{Writer: root, Kind: "fact", ID: "f1b", Summary: ptr("deploy on mondays"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
 			return err
 		}},
 		{"blocking relation", func() error {
@@ -281,11 +281,11 @@ func TestContext_KeptScopeReadFollowsEveryChange(t *testing.T) {
 			return err
 		}},
 		{"confidence only", func() error {
-			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "belief", ID: "b1", Summary: ptr("deploy maybe"), Confidence: ptr(0.25)})
+			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Writer: root, Kind: "belief", ID: "b1", Summary: ptr("deploy maybe"), Confidence: ptr(0.25)})
 			return err
 		}},
 		{"upsert of the same node", func() error {
-			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "belief", ID: "b1", Summary: ptr("deploy surely"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
+			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Writer: root, Kind: "belief", ID: "b1", Summary: ptr("deploy surely"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
 			return err
 		}},
 	}
@@ -298,7 +298,7 @@ func TestContext_KeptScopeReadFollowsEveryChange(t *testing.T) {
 		// A change to another scope keeps this scope's read. (The ranking
 		// is computed afresh: one index serves every scope, and how rare a
 		// word is counts all of them.)
-		if _, _, err := db.PutNode(ctx, "other", &kura.NodeInput{Kind: "fact", ID: "o1", Summary: ptr("deploy " + c.name)}); err != nil {
+		if _, _, err := db.PutNode(ctx, "other", &kura.NodeInput{Writer: root, Kind: "fact", ID: "o1", Summary: ptr("deploy " + c.name)}); err != nil {
 			t.Fatal(err)
 		}
 		kept := preview()

@@ -118,7 +118,7 @@ func (s *embedStore) waitVector(t *testing.T, scope, ref, model string, version 
 
 func putNode(t *testing.T, db *store.DB, scope, kind, id, title, summary string) *kura.Node {
 	t.Helper()
-	n, _, err := db.PutNode(context.Background(), scope, &kura.NodeInput{Kind: kind, ID: id, Title: &title, Summary: &summary})
+	n, _, err := db.PutNode(context.Background(), scope, &kura.NodeInput{Writer: root, Kind: kind, ID: id, Title: &title, Summary: &summary})
 	if err != nil {
 		t.Fatalf("put %s:%s: %v", kind, id, err)
 	}
@@ -159,7 +159,7 @@ func TestEmbed_OnlyChangedTextIsEmbeddedAgain(t *testing.T) {
 	// A new version with the same text (only the confidence moves) keeps
 	// its vector: the embedder is not asked again.
 	conf := 0.9
-	if _, _, err := db.PutNode(t.Context(), "acme", &kura.NodeInput{Kind: "fact", ID: "f1", Confidence: &conf}); err != nil {
+	if _, _, err := db.PutNode(t.Context(), "acme", &kura.NodeInput{Writer: root, Kind: "fact", ID: "f1", Confidence: &conf}); err != nil {
 		t.Fatal(err)
 	}
 	db.waitVector(t, "acme", "fact:f1", "m1", 2)
@@ -457,7 +457,7 @@ func TestSearchMemory_NoEmbedder(t *testing.T) {
 	t.Parallel()
 	db := MustOpenStore(t)
 	title, summary := "Car maintenance", "service the car"
-	if _, _, err := db.PutNode(t.Context(), "acme", &kura.NodeInput{Kind: "fact", ID: "car", Title: &title, Summary: &summary}); err != nil {
+	if _, _, err := db.PutNode(t.Context(), "acme", &kura.NodeInput{Writer: root, Kind: "fact", ID: "car", Title: &title, Summary: &summary}); err != nil {
 		t.Fatal(err)
 	}
 	if db.EmbedderInfo() != nil {

@@ -19,8 +19,16 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// root writes these tests' nodes: they are about the store, not about who
+// may write a node (TestMemory_OwnedNodeRewrite is).
+var root = kura.Writer{Identity: "user:root", Admin: true}
+
+// mustNode writes a node, as root unless in names its writer.
 func mustNode(tb testing.TB, db *store.DB, scope string, in kura.NodeInput) *kura.Node {
 	tb.Helper()
+	if in.Writer == (kura.Writer{}) {
+		in.Writer = root
+	}
 	n, _, err := db.PutNode(context.Background(), scope, &in)
 	if err != nil {
 		tb.Fatalf("put %s:%s: %v", in.Kind, in.ID, err)
@@ -39,12 +47,12 @@ func TestMemory_VersionsAsOfAndConfidenceHistory(t *testing.T) {
 	t.Parallel()
 	db, clk := mustOpenClocked(t)
 	ctx := context.Background()
-	n1, created, err := db.PutNode(ctx, "hashi", &kura.NodeInput{Kind: "belief", ID: "rest", Title: ptr("REST"), Summary: ptr("use REST"), Confidence: ptr(0.6)})
+	n1, created, err := db.PutNode(ctx, "hashi", &kura.NodeInput{Writer: root, Kind: "belief", ID: "rest", Title: ptr("REST"), Summary: ptr("use REST"), Confidence: ptr(0.6)})
 	if err != nil || !created || n1.Version != 1 || n1.Lifecycle != "candidate" || n1.Authority != "unknown" || n1.SourceType != "direct_experience" {
 		t.Fatalf("create: %+v %v %v", n1, created, err)
 	}
 	clk.advance(2 * time.Millisecond) // each version its own updated_at
-	n2, created, err := db.PutNode(ctx, "hashi", &kura.NodeInput{Kind: "belief", ID: "rest", Confidence: ptr(0.8), Reason: "two more episodes"})
+	n2, created, err := db.PutNode(ctx, "hashi", &kura.NodeInput{Writer: root, Kind: "belief", ID: "rest", Confidence: ptr(0.8), Reason: "two more episodes"})
 	if err != nil || created || n2.Version != 2 || n2.Summary != "use REST" || n2.Title != "REST" || n2.CreatedAt != n1.CreatedAt {
 		t.Fatalf("update keeps omitted fields: %+v %v %v", n2, created, err)
 	}
@@ -106,6 +114,7 @@ func TestMemory_BadInputWritesNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Writer = root
 			_, _, err := db.PutNode(ctx, "hashi", &tc.in)
 			var ke *kura.Error
 			if !errors.As(err, &ke) || ke.Code != kura.EInvalid || ke.Details["field"] != tc.field {
@@ -136,7 +145,7 @@ func TestMemory_ReviseIsAtomic(t *testing.T) {
 			}
 			return nil
 		})
-		_, err := db.ReviseNode(ctx, "hashi", "belief:old", &kura.NodeInput{ID: "new", Summary: ptr("v2")})
+		_, err := db.ReviseNode(ctx, "hashi", "belief:old", &kura.NodeInput{Writer: root, ID: "new", Summary: ptr("v2")})
 		db.SetReviseFault(nil)
 		if err == nil {
 			t.Fatalf("fault after %s: revise succeeded", step)
@@ -156,7 +165,7 @@ func TestMemory_ReviseIsAtomic(t *testing.T) {
 			t.Errorf("fault after %s: relations %+v", step, rels)
 		}
 	}
-	rev, err := db.ReviseNode(ctx, "hashi", "belief:old", &kura.NodeInput{ID: "new", Summary: ptr("v2")})
+	rev, err := db.ReviseNode(ctx, "hashi", "belief:old", &kura.NodeInput{Writer: root, ID: "new", Summary: ptr("v2")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +176,7 @@ func TestMemory_ReviseIsAtomic(t *testing.T) {
 	if rev.Superseded.Lifecycle != "retired" || rev.Relation.Kind != "supersedes" || rev.Relation.From != "belief:new" || rev.Relation.To != "belief:old" || rev.Relation.Confidence != 1 {
 		t.Errorf("revision: %+v %+v", rev.Superseded, rev.Relation)
 	}
-	_, err = db.ReviseNode(ctx, "hashi", "belief:old", &kura.NodeInput{Summary: ptr("v3")})
+	_, err = db.ReviseNode(ctx, "hashi", "belief:old", &kura.NodeInput{Writer: root, Summary: ptr("v3")})
 	wantCode(t, err, kura.EConflict)
 }
 
@@ -181,7 +190,7 @@ func TestMemory_ScopesNeverMeet(t *testing.T) {
 	mustNode(t, db, "alpha", kura.NodeInput{Kind: "fact", ID: "only-alpha", Summary: ptr("alpha thing")})
 	_, err := db.CreateRelation(ctx, "beta", &kura.RelationInput{Kind: "supports", From: "fact:same", To: "fact:only-alpha"})
 	wantCode(t, err, kura.EInvalid)
-	_, _, err = db.PutNode(ctx, "beta", &kura.NodeInput{Kind: "belief", Summary: ptr("x"), DerivedFrom: []string{"fact:only-alpha"}})
+	_, _, err = db.PutNode(ctx, "beta", &kura.NodeInput{Writer: root, Kind: "belief", Summary: ptr("x"), DerivedFrom: []string{"fact:only-alpha"}})
 	wantCode(t, err, kura.EInvalid)
 	res, err := db.SearchNodes(ctx, "beta", kura.SearchQuery{Q: "secret alpha thing", Limit: 10})
 	if err != nil || len(res) != 1 || res[0].Node.Summary != "secret of beta" {
@@ -617,6 +626,53 @@ func TestMemory_OwnedNodeRewrite(t *testing.T) {
 	want := []string{"agent:a", "agent:a", "user:root", "agent:a", "user:root", "agent:a", "user:root", "agent:a"}
 	if !slices.Equal(by, want) {
 		t.Errorf("history written_by %v, want %v", by, want)
+	}
+}
+
+// A node without an owner is rewritten only by admins, however it is
+// written; a non-admin's new node is its own.
+func TestMemory_OwnerlessNodeRewrite(t *testing.T) {
+	t.Parallel()
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	b := kura.Writer{Identity: "agent:b"}
+	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f", Summary: ptr("by root"), Lifecycle: ptr("active"), Authority: ptr("verified")})
+	for name, call := range map[string]func() error{
+		"put": func() error {
+			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "fact", ID: "f", Summary: ptr("by b"), Writer: b})
+			return err
+		},
+		"put naming itself owner": func() error {
+			_, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "fact", ID: "f", Owner: ptr("agent:b"), Writer: b})
+			return err
+		},
+		"batch": func() error {
+			_, err := db.PutNodes(ctx, "s", []kura.NodeInput{{Kind: "fact", ID: "g", Summary: ptr("new"), Writer: b}, {Kind: "fact", ID: "f", Summary: ptr("by b"), Writer: b}})
+			return err
+		},
+		"transition": func() error {
+			_, err := db.TransitionNode(ctx, "s", "fact:f", &kura.Transition{Lifecycle: "active", Reason: "r", Writer: b})
+			return err
+		},
+		"revise": func() error {
+			_, err := db.ReviseNode(ctx, "s", "fact:f", &kura.NodeInput{ID: "f2", Summary: ptr("by b"), Writer: b})
+			return err
+		},
+	} {
+		seq := db.LastEventSeq()
+		if err := call(); !kura.IsCode(err, kura.EDenied) || db.LastEventSeq() != seq {
+			t.Errorf("%s by a writer: got %v, want permission_denied and nothing written", name, err)
+		}
+	}
+	if n, _ := db.GetNode(ctx, "s", "fact:f", ""); n.Version != 1 || n.Summary != "by root" || n.Owner != nil {
+		t.Errorf("after the refusals: %+v, want version 1 as root wrote it", n)
+	}
+	n, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "fact", ID: "mine", Summary: ptr("by b"), Authority: ptr("verified"), Writer: b})
+	if err != nil || n.Owner == nil || *n.Owner != "agent:b" || n.Authority != "verified" {
+		t.Fatalf("a writer's new node: %+v %v, want owned by agent:b, verified", n, err)
+	}
+	if _, err := db.TransitionNode(ctx, "s", "fact:mine", &kura.Transition{Lifecycle: "active", Reason: "r", Writer: b}); err != nil {
+		t.Errorf("its writer's transition: %v", err)
 	}
 }
 

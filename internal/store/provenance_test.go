@@ -299,7 +299,7 @@ func TestProvenance_LongChainAndCycles(t *testing.T) {
 		t.Run("CycleRefused"+c.name, func(t *testing.T) {
 			before := lineageState(t, db, "deep", c.ref, "record:"+rec.ID)
 			kind, id, _ := strings.Cut(c.ref, ":")
-			_, _, err := db.PutNode(ctx, "deep", &kura.NodeInput{Kind: kind, ID: id, DerivedFrom: c.from, Summary: ptr("changed")})
+			_, _, err := db.PutNode(ctx, "deep", &kura.NodeInput{Writer: root, Kind: kind, ID: id, DerivedFrom: c.from, Summary: ptr("changed")})
 			wantCode(t, err, kura.EInvalid)
 			var ke *kura.Error
 			if errors.As(err, &ke); ke.Details["field"] != "derived_from" || !strings.Contains(ke.Message, "cycle") {
@@ -366,7 +366,7 @@ func TestProvenance_ScopesNeverSeeEachOther(t *testing.T) {
 	}
 	_, err := db.Trace(ctx, "alpha", "note:only-beta", "both", 3)
 	wantCode(t, err, kura.ENotFound)
-	_, _, err = db.PutNode(ctx, "alpha", &kura.NodeInput{Kind: "belief", ID: "c", Summary: ptr("x"), DerivedFrom: []string{"note:only-beta"}})
+	_, _, err = db.PutNode(ctx, "alpha", &kura.NodeInput{Writer: root, Kind: "belief", ID: "c", Summary: ptr("x"), DerivedFrom: []string{"note:only-beta"}})
 	wantCode(t, err, kura.EInvalid)
 	// A record no node of the scope cites still answers, with no lineage.
 	tr, err := db.Trace(ctx, "gamma", "record:"+rec.ID, "both", 3)

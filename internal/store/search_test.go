@@ -408,13 +408,13 @@ func TestSearch_IndexFollowsEveryWrite(t *testing.T) {
 	if got := searchRefs(t, db, "s", kura.SearchQuery{Q: "gamma"}); !slices.Equal(got, []string{"fact:a"}) {
 		t.Errorf("new words: got %v", got)
 	}
-	if _, err := db.TransitionNode(ctx, "s", "fact:a", &kura.Transition{Lifecycle: "active", Reason: "ok"}); err != nil {
+	if _, err := db.TransitionNode(ctx, "s", "fact:a", &kura.Transition{Writer: root, Lifecycle: "active", Reason: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := searchRefs(t, db, "s", kura.SearchQuery{Q: "gamma", Lifecycle: "active"}); !slices.Equal(got, []string{"fact:a"}) {
 		t.Errorf("after a transition: got %v", got)
 	}
-	if _, err := db.ReviseNode(ctx, "s", "fact:a", &kura.NodeInput{ID: "a2", Summary: ptr("delta words")}); err != nil {
+	if _, err := db.ReviseNode(ctx, "s", "fact:a", &kura.NodeInput{Writer: root, ID: "a2", Summary: ptr("delta words")}); err != nil {
 		t.Fatal(err)
 	}
 	// Equal scores: the older node first.
