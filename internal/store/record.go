@@ -148,7 +148,30 @@ func (tx *Tx) InsertRecord(p *PreparedRecord) (*kura.Record, error) {
 
 // CreateRecord stores one record (or finds its duplicate) durably.
 func (db *DB) CreateRecord(ctx context.Context, in *kura.RecordInput, opts ...kura.WriteOption) (*kura.Record, error) {
-	p, err := db.PrepareRecord(in, "")
+	return db.CreateRecordFor(ctx, in, nil, opts...)
+}
+
+// CreateRecords stores a batch all or nothing, answering in input order.
+func (db *DB) CreateRecords(ctx context.Context, ins []kura.RecordInput, opts ...kura.WriteOption) ([]kura.Record, error) {
+	return db.CreateRecordsFor(ctx, ins, nil, opts...)
+}
+
+// prepareRecordFor is PrepareRecord with the event project decided for a
+// writer limited to projects (nil: all).
+func (db *DB) prepareRecordFor(in *kura.RecordInput, field string, projects []string) (*PreparedRecord, error) {
+	p, err := db.PrepareRecord(in, field)
+	if err != nil {
+		return nil, err
+	}
+	p.Project = kura.RecordEventProject(in.Metadata, db.cfg.DefaultProject, projects)
+	return p, nil
+}
+
+// CreateRecordFor is CreateRecord for a writer limited to projects (nil:
+// all): a record naming no metadata.project_id rings in the default
+// project only if the writer holds it, else in the writer's first project.
+func (db *DB) CreateRecordFor(ctx context.Context, in *kura.RecordInput, projects []string, opts ...kura.WriteOption) (*kura.Record, error) {
+	p, err := db.prepareRecordFor(in, "", projects)
 	if err != nil {
 		return nil, err
 	}
@@ -163,8 +186,9 @@ func (db *DB) CreateRecord(ctx context.Context, in *kura.RecordInput, opts ...ku
 	return out, err
 }
 
-// CreateRecords stores a batch all or nothing, answering in input order.
-func (db *DB) CreateRecords(ctx context.Context, ins []kura.RecordInput, opts ...kura.WriteOption) ([]kura.Record, error) {
+// CreateRecordsFor is CreateRecords (a batch, all or nothing) with the
+// event projects of CreateRecordFor.
+func (db *DB) CreateRecordsFor(ctx context.Context, ins []kura.RecordInput, projects []string, opts ...kura.WriteOption) ([]kura.Record, error) {
 	if len(ins) == 0 {
 		return nil, kura.Invalid("records", "records must hold at least one record")
 	}
@@ -173,7 +197,7 @@ func (db *DB) CreateRecords(ctx context.Context, ins []kura.RecordInput, opts ..
 	}
 	ps := make([]*PreparedRecord, len(ins))
 	for i := range ins {
-		p, err := db.PrepareRecord(&ins[i], "records["+itoa(i)+"].")
+		p, err := db.prepareRecordFor(&ins[i], "records["+itoa(i)+"].", projects)
 		if err != nil {
 			return nil, err
 		}
