@@ -98,9 +98,13 @@ func (c *Checkpointer) fetch(ctx context.Context, base string) (*witnessList, er
 // CheckWitnesses asks every witness what it cosigned and compares it with
 // the log: a witnessed tree larger than the log, or one the log does not
 // extend, holds every write (503) until an admin acknowledges it.
+//
+// The log is read after each witness answered, never before: a live log
+// grows while the question is on its way, and a witness may meanwhile
+// cosign a tree larger than the one the log had when it was asked. The log
+// only ever grows, so a tree larger than the log read afterwards is one
+// this log never had.
 func (c *Checkpointer) CheckWitnesses(ctx context.Context) {
-	origin := c.cfg.Log.LogOrigin()
-	head := c.cfg.Log.Log()
 	for i := range c.watch.witnesses {
 		c.watch.mu.Lock()
 		url := c.watch.witnesses[i].URL
@@ -109,6 +113,7 @@ func (c *Checkpointer) CheckWitnesses(ctx context.Context) {
 		var found []kura.LogConflict
 		lines := ""
 		list, err := c.fetch(ctx, url)
+		origin, head := c.cfg.Log.LogOrigin(), c.cfg.Log.Log()
 		if err != nil {
 			st.State, st.Error = "unreachable", err.Error()
 			c.log.Warn("witness unreachable", "witness", url, "err", err)
