@@ -103,6 +103,10 @@ func TestLog_CheckpointAndProofsVerifyWithXMod(t *testing.T) {
 	if origin != info.LogOrigin || size5 != 5 {
 		t.Fatalf("checkpoint of %q size %d", origin, size5)
 	}
+	// No witness: nothing cosigned, but an answer all the same.
+	if code, b := httpGet(t, base+"/v1/log/cosigned"); code != 200 || string(b) != `{"origin":"`+origin+`","checkpoints":[]}`+"\n" {
+		t.Fatalf("cosigned without witnesses: %d %q", code, b)
+	}
 
 	// The leaves rebuild the root.
 	var leaves struct {

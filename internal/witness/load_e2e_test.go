@@ -154,3 +154,62 @@ func TestWitness_E2E_SlowWitnessUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d writes; witness at %d of %d", n, servedSize(l.wbase, info.Origin), info.Log.Size)
 }
+
+// Under writes kurad's current checkpoint seldom carries a cosignature (the
+// witness cosigned a tree of a moment ago), so a client asks for what the
+// witnesses cosigned and checks that the current tree extends it: it must
+// get a witnessed checkpoint nearly every time, while the plain checkpoint
+// stays kurad's signed note of its current tree.
+func TestWitness_E2E_CosignedCheckpointUnderLoad(t *testing.T) {
+	t.Parallel()
+	l := startLiveLog(t, 20*time.Millisecond)
+	origin, vkey := kuradLog{t: t, base: l.kbase}.info()
+	putRecords(t, client.New(l.kbase), 3, "before")
+	testwait.For(t, testwait.Default, "kurad to keep a cosigned checkpoint", func() bool {
+		_, cps, err := client.New(l.kbase).WitnessedCheckpoints(context.Background(), vkey)
+		return err == nil && len(cps) > 0
+	})
+	done := make(chan struct{})
+	type result struct{ tries, witnessed, behind int }
+	res := make(chan result, 1)
+	go func() {
+		var r result
+		c := client.New(l.kbase)
+		defer func() { res <- r }()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			r.tries++
+			cur, cps, err := c.WitnessedCheckpoints(context.Background(), vkey)
+			if err != nil {
+				t.Errorf("witnessed checkpoints under load: %v", err)
+				return
+			}
+			if cur.Origin != origin {
+				t.Errorf("current checkpoint of origin %q, want %q", cur.Origin, origin)
+			}
+			for _, w := range cps {
+				if _, err := client.VerifyCosignatures(w.Text, vkey, l.w.VKey()); err == nil {
+					r.witnessed++
+					if w.Size < cur.Size {
+						r.behind++
+					}
+					break
+				}
+			}
+		}
+	}()
+	n, failures := writeUnderLoad(t, l.kbase, 4, 2*time.Second)
+	close(done)
+	r := <-res
+	if len(failures) > 0 {
+		t.Fatalf("%d writes failed under load, first: %s", len(failures), failures[0])
+	}
+	if r.tries < 10 || r.witnessed < r.tries*9/10 {
+		t.Fatalf("a witnessed checkpoint in %d of %d tries during %d writes, want nearly all", r.witnessed, r.tries, n)
+	}
+	t.Logf("%d writes; witnessed checkpoints in %d of %d tries, %d of them older than the current tree", n, r.witnessed, r.tries, r.behind)
+}
