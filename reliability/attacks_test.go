@@ -18,7 +18,7 @@ import (
 	"github.com/kura-memory/kura/internal/testwait"
 )
 
-// The at-rest attack suite (issue 20): ten attacks on a stopped kurad's
+// The at-rest attack suite (issue 20): eleven attacks on a stopped kurad's
 // database file, made with SQLite as an attacker with the data directory
 // (but not the signing key, kept outside it) would make them, then kurad
 // restarted. Each must be reported
@@ -253,7 +253,7 @@ func (e *attackEnv) headLedger(sid string) string {
 	return e.one("SELECT head_ledger_id FROM sessions WHERE id = ?", sid)
 }
 
-// attacks are the ten at-rest attacks, each an edit of the stopped data
+// attacks are the eleven at-rest attacks, each an edit of the stopped data
 // directory.
 var attacks = []struct {
 	name string
@@ -324,6 +324,16 @@ var attacks = []struct {
 			`DELETE FROM events WHERE seq > `+cut,
 			`DELETE FROM log_hashes WHERE leaf >= `+cut)
 		e.edit(stmts...)
+	}},
+	{"renamed origin", func(e *attackEnv) {
+		// The old copy put back under another log origin: to a client it
+		// is a log never seen before, unless it remembers which origin
+		// kurad's key signed.
+		for _, f := range []string{"kura.db", "kura.db-wal", "kura.db-shm"} {
+			os.Remove(filepath.Join(e.dataDir, f))
+		}
+		kuradtest.CopyDataDir(e.t, e.old, e.dataDir)
+		e.edit(`UPDATE meta SET value = 'kura/0123456789abcdef' WHERE key = 'log_origin'`)
 	}},
 }
 
