@@ -3,7 +3,9 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -347,5 +349,51 @@ func TestLog_LeavesFollowTheFeedsScopes(t *testing.T) {
 	}
 	if code, b := e.do(tRoot, "POST", "/v1/admin/log/acknowledge", `{"reason":"`+strings.Repeat("x", 5<<20)+`"}`); code != 413 || !strings.Contains(string(b), `"too_large"`) {
 		t.Errorf("acknowledge with an oversized body: %d %.200s", code, b)
+	}
+}
+
+// A record.redacted leaf commits to the redaction: its digest is hex
+// SHA-256 of the JCS of record_id, seal, by, reason and at, rebuilt here
+// from what kurad answered, with encoding/json and crypto/sha256 alone (for
+// these plain ASCII strings, json.Marshal of a map is the JCS form).
+func TestLog_RedactionLeafCommitsToTheRedaction(t *testing.T) {
+	t.Parallel()
+	base := kuradtest.StartMain(t, kuradtest.Options{}).BaseURL()
+	code, b := httpPost(t, base+"/v1/records", `{"type":"agent.thought","content":"a phone number","author_id":"agent:bmo"}`)
+	var rec struct{ ID, Seal string }
+	if code != 201 || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("record: %d %s", code, b)
+	}
+	code, b = httpPost(t, base+"/v1/records/"+rec.ID+"/redact", `{"reason":"personal data"}`)
+	var red struct {
+		Redaction struct {
+			RecordID string `json:"record_id"`
+			By       string `json:"by"`
+			Reason   string `json:"reason"`
+			At       string `json:"at"`
+			Seq      int64  `json:"seq"`
+		} `json:"redaction"`
+	}
+	if code != 200 || json.Unmarshal(b, &red) != nil || red.Redaction.Seq == 0 {
+		t.Fatalf("redact: %d %s", code, b)
+	}
+	rd := red.Redaction
+	obj, _ := json.Marshal(map[string]string{"record_id": rd.RecordID, "seal": rec.Seal, "by": rd.By, "reason": rd.Reason, "at": rd.At})
+	sum := sha256.Sum256(obj)
+	want := hex.EncodeToString(sum[:])
+
+	_, b = httpGet(t, fmt.Sprintf("%s/v1/log/leaves?start=%d&end=%d", base, rd.Seq-1, rd.Seq))
+	var leaves struct {
+		Leaves []struct {
+			Data string `json:"data"`
+		} `json:"leaves"`
+	}
+	if err := json.Unmarshal(b, &leaves); err != nil || len(leaves.Leaves) != 1 || leaves.Leaves[0].Data == "" {
+		t.Fatalf("leaves: %s", b)
+	}
+	data, _ := base64.StdEncoding.DecodeString(leaves.Leaves[0].Data)
+	var leaf struct{ Type, Digest string }
+	if err := json.Unmarshal(data, &leaf); err != nil || leaf.Type != "record.redacted" || leaf.Digest != want {
+		t.Fatalf("redaction leaf %s, want type record.redacted and digest %s (of %s)", data, want, obj)
 	}
 }
