@@ -11,6 +11,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // The checks in this file use net/http, encoding/json and golang.org/x/mod
@@ -290,6 +293,76 @@ func TestLog_CheckpointOnNATS(t *testing.T) {
 			break
 		}
 	}
+}
+
+// Checkpoints on NATS are coalesced: a burst of commits from concurrent
+// writers is a few checkpoints a second (kurad's pace is one per 250 ms),
+// not one per commit, and the last one is of the final tree.
+func TestLog_CheckpointsOnNATSAreCoalesced(t *testing.T) {
+	t.Parallel()
+	d := kuradtest.StartMain(t, kuradtest.Options{})
+	base := d.BaseURL()
+	nc, err := nats.Connect("nats://" + d.NATSAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var (
+		mu    sync.Mutex
+		at    []time.Time
+		sizes []int64
+	)
+	if _, err := nc.Subscribe("oclaw.v1._log.evt.checkpoint", func(m *nats.Msg) {
+		var p struct{ Size int64 }
+		json.Unmarshal(m.Data, &p)
+		mu.Lock()
+		at, sizes = append(at, time.Now()), append(sizes, p.Size)
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+
+	var commits atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(1500 * time.Millisecond)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; time.Now().Before(end); i++ {
+				if code, b := httpPost(t, base+"/v1/records", fmt.Sprintf(`{"type":"agent.thought","content":"burst %d %d","author_id":"agent:bmo"}`, w, i)); code != 201 {
+					t.Errorf("write: %d %s", code, b)
+					return
+				}
+				commits.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+	var info struct {
+		Log struct{ Size int64 } `json:"log"`
+	}
+	_, b := httpGet(t, base+"/v1/info")
+	json.Unmarshal(b, &info)
+	testwait.For(t, testwait.Default, "a checkpoint of the final tree on NATS", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(sizes) > 0 && sizes[len(sizes)-1] == info.Log.Size
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	span := at[len(at)-1].Sub(at[0])
+	// One at once, then at most one per 250 ms; one more for the jitter of
+	// delivery.
+	limit := int(span/(250*time.Millisecond)) + 2
+	if n := commits.Load(); n < int64(4*limit) {
+		t.Fatalf("only %d commits in the burst: too few to tell %d checkpoints from one per commit", n, limit)
+	}
+	if len(at) > limit {
+		t.Fatalf("%d checkpoints in %v for %d commits, want at most %d", len(at), span, commits.Load(), limit)
+	}
+	t.Logf("%d checkpoints in %v for %d commits", len(at), span, commits.Load())
 }
 
 func httpPost(t *testing.T, url, body string) (int, []byte) {
