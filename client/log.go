@@ -190,15 +190,21 @@ const (
 	LogInconsistent = "inconsistent"
 	LogBadSignature = "bad_signature"
 	LogBadProof     = "bad_proof"
+	// LogOriginChanged: the checkpoint is of another origin than the one
+	// last verified under the same key (CheckpointState).
+	LogOriginChanged = "origin_changed"
 )
 
 // LogCheckError is a checkpoint or proof that does not hold up.
 type LogCheckError struct {
-	Reason string // LogSmaller, LogInconsistent, LogBadSignature or LogBadProof
+	Reason string // LogSmaller, LogInconsistent, LogBadSignature, LogBadProof or LogOriginChanged
 	Origin string
 	Old    int64 // the size trusted so far (consistency failures)
 	New    int64 // the size offered
-	Msg    string
+	// Previous is, for LogOriginChanged, the origin last verified under
+	// the key that signed this checkpoint.
+	Previous string
+	Msg      string
 }
 
 func (e *LogCheckError) Error() string { return e.Msg }

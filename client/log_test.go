@@ -2,9 +2,11 @@ package client_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -51,6 +53,40 @@ func newSigner(t *testing.T, name string) (note.Signer, string) {
 	}
 	return s, vkey
 }
+
+func newEd25519(t *testing.T) ed25519.PrivateKey {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return priv
+}
+
+// keyedSigner signs notes with priv under name: one server key naming
+// several origins, as kurad's key does after its origin changes.
+func keyedSigner(t *testing.T, name string, priv ed25519.PrivateKey) ([]note.Signer, string) {
+	t.Helper()
+	vkey, err := note.NewEd25519VerifierKey(name, priv.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []note.Signer{ed25519Signer{name: name, hash: v.KeyHash(), key: priv}}, vkey
+}
+
+type ed25519Signer struct {
+	name string
+	hash uint32
+	key  ed25519.PrivateKey
+}
+
+func (s ed25519Signer) Name() string                    { return s.name }
+func (s ed25519Signer) KeyHash() uint32                 { return s.hash }
+func (s ed25519Signer) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(s.key, msg), nil }
 
 func newFakeLog(t *testing.T, origin string, n int) *fakeLog {
 	t.Helper()
@@ -462,13 +498,64 @@ func TestCheckpointState(t *testing.T) {
 			t.Errorf("got %+v %v, want size 6 under the rotated key", up, err)
 		}
 	})
+	t.Run("OriginChangedUnderTheSameKey", func(t *testing.T) {
+		priv := newEd25519(t)
+		x := &fakeLog{origin: "kura.test/x", state: "ok"}
+		x.signers, x.vkey = keyedSigner(t, x.origin, priv)
+		x.add(t, "a", 4)
+		st := &client.CheckpointState{Dir: t.TempDir()}
+		xc := client.New(x.server(t).URL)
+		if _, err := st.Update(ctx, xc, x.checkpoint(t), x.vkey); err != nil {
+			t.Fatal(err)
+		}
+		// The same key, the same history cut short, another origin: an
+		// older copy with its origin renamed.
+		y := &fakeLog{origin: "kura.test/y", state: "ok"}
+		y.signers, y.vkey = keyedSigner(t, y.origin, priv)
+		y.add(t, "a", 2)
+		yc := client.New(y.server(t).URL)
+		_, err := st.Update(ctx, yc, y.checkpoint(t), y.vkey)
+		var le *client.LogCheckError
+		if !errors.As(err, &le) || le.Reason != client.LogOriginChanged || le.Previous != x.origin || le.Origin != y.origin {
+			t.Fatalf("got %v, want origin_changed from %s", err, x.origin)
+		}
+		if k, _ := st.Load(y.origin); k != nil {
+			t.Fatal("the refused origin was kept")
+		}
+		// Kept by an older kura (no key files): still refused.
+		if err := os.RemoveAll(filepath.Join(st.Dir, "+keys")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Update(ctx, yc, y.checkpoint(t), y.vkey); !client.IsLogCheckError(err, client.LogOriginChanged) {
+			t.Fatalf("state without key files: got %v, want origin_changed", err)
+		}
+		// Another key under another origin is another log.
+		other := newFakeLog(t, "kura.test/other", 1)
+		if up, err := st.Update(ctx, client.New(other.server(t).URL), other.checkpoint(t), other.vkey); err != nil || !up.FirstUse {
+			t.Fatalf("another key: got %+v %v, want first use", up, err)
+		}
+		// Accepted by name, it is pinned; then the old origin is the
+		// stranger.
+		accepting := &client.CheckpointState{Dir: st.Dir, AcceptOrigin: y.origin}
+		up, err := accepting.Update(ctx, yc, y.checkpoint(t), y.vkey)
+		if err != nil || !up.FirstUse || up.OriginChangedFrom != x.origin {
+			t.Fatalf("accepted: got %+v %v, want first use, changed from %s", up, err, x.origin)
+		}
+		if _, err := st.Update(ctx, yc, y.checkpoint(t), y.vkey); err != nil {
+			t.Fatalf("after acceptance: %v", err)
+		}
+		x.add(t, "a", 1)
+		if _, err := st.Update(ctx, xc, x.checkpoint(t), x.vkey); !client.IsLogCheckError(err, client.LogOriginChanged) {
+			t.Fatalf("back to the old origin: got %v, want origin_changed", err)
+		}
+	})
 	t.Run("CorruptStateReportedNotReplaced", func(t *testing.T) {
 		s := start(t, "kura.test/corrupt")
 		entries, err := os.ReadDir(s.state.Dir)
-		if err != nil || len(entries) != 1 {
-			t.Fatalf("got %v %v, want one origin directory", entries, err)
+		if err != nil || len(entries) != 2 || entries[0].Name() != "+keys" {
+			t.Fatalf("got %v %v, want the key directory and one origin directory", entries, err)
 		}
-		path := filepath.Join(s.state.Dir, entries[0].Name(), "checkpoint")
+		path := filepath.Join(s.state.Dir, entries[1].Name(), "checkpoint")
 		garbage := []byte("kura.test/corrupt\n99\nnot base64\n\n— kura.test/corrupt AAAA\n")
 		if err := os.WriteFile(path, garbage, 0o600); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,12 +24,28 @@ import (
 // verified and the verifier keys it pinned, so that every later checkpoint
 // is checked to extend it: a server put back to an older copy of its data
 // (genuinely signed, but smaller or forked) is caught by the client that
-// kept what it saw. Layout: Dir/<escaped origin>/checkpoint (the note as
-// served) and Dir/<escaped origin>/vkeys (one verifier key a line). Files
-// are replaced by write-temp, fsync, rename, fsync the directory.
+// kept what it saw. It also keeps, per server key, the origin it last
+// verified under that key: an older copy whose origin was renamed would
+// otherwise be a log never seen before, pinned on first use. Layout:
+// Dir/<escaped origin>/checkpoint (the note as served),
+// Dir/<escaped origin>/vkeys (one verifier key a line) and
+// Dir/+keys/<hex Ed25519 public key> (an origin; "+" is in no origin, so it
+// names no origin's directory). Files are replaced by write-temp, fsync,
+// rename, fsync the directory.
 type CheckpointState struct {
 	Dir string
+	// AcceptOrigin is a new origin the caller accepts under a key that
+	// last verified another. After an acknowledged rollback kurad's log
+	// goes on under a new origin (docs/log.md); an older copy of its data
+	// directory with its origin renamed looks the same to a client, so
+	// only a person who asked the operator can tell them apart. Update
+	// refuses such a checkpoint (LogOriginChanged) unless its origin is
+	// AcceptOrigin.
+	AcceptOrigin string
 }
+
+// keysDir holds the origin last verified per key.
+const keysDir = "+keys"
 
 // KeptCheckpoint is what a CheckpointState holds for one origin.
 type KeptCheckpoint struct {
@@ -41,6 +60,9 @@ type StateUpdate struct {
 	New      *Checkpoint
 	FirstUse bool   // nothing was kept: the key was pinned on trust
 	KeyAdded string // a rotated key now pinned beside the old ones
+	// OriginChangedFrom is the origin last verified under the same key,
+	// when AcceptOrigin let this one in.
+	OriginChangedFrom string
 }
 
 // originDir names the directory of origin: path-escaped, so that an origin
@@ -128,6 +150,9 @@ func (s *CheckpointState) Update(ctx context.Context, c *Client, text []byte, ad
 			return nil, err
 		}
 		up.FirstUse = true
+		if err := s.checkOrigin(origin, keys, up); err != nil {
+			return nil, err
+		}
 	} else {
 		keys = kept.VKeys
 		up.Old = kept.Checkpoint
@@ -143,6 +168,9 @@ func (s *CheckpointState) Update(ctx context.Context, c *Client, text []byte, ad
 				keys = append(slices.Clone(keys), advertisedVKey)
 				up.KeyAdded = advertisedVKey
 			}
+		}
+		if err := s.checkOrigin(origin, keys, up); err != nil {
+			return nil, err
 		}
 		if up.New.Size > up.Old.Size && up.Old.Size > 0 {
 			p, err := c.LogConsistency(ctx, up.Old.Size, up.New.Size)
@@ -172,9 +200,95 @@ func (s *CheckpointState) Save(text []byte, keys ...string) error {
 	return s.save(cp.Origin, text, keys)
 }
 
+// checkOrigin refuses a checkpoint of origin when a key of keys last
+// verified another origin here, unless origin is AcceptOrigin.
+func (s *CheckpointState) checkOrigin(origin string, keys []string, up *StateUpdate) error {
+	for _, k := range keys {
+		pub, err := vkeyPublicKey(k)
+		if err != nil {
+			return fmt.Errorf("checkpoint state: verifier key %q: %v", k, err)
+		}
+		prev, err := s.lastOrigin(pub, origin)
+		if err != nil {
+			return err
+		}
+		if prev == "" || prev == origin {
+			continue
+		}
+		if s.AcceptOrigin != origin {
+			return &LogCheckError{Reason: LogOriginChanged, Origin: origin, Previous: prev, New: up.New.Size,
+				Msg: fmt.Sprintf("log %s: signed by the key that last verified log %s here. A log that changes origin under the same key is an older copy of kurad's data directory with its origin renamed, another database under the same key, or a log an admin moved to a new origin after a rollback (POST /v1/admin/log/acknowledge); only kurad's operator can say which, so it is refused until accepted explicitly", origin, prev)}
+		}
+		up.OriginChangedFrom = prev
+	}
+	return nil
+}
+
+// vkeyPublicKey is the hex Ed25519 public key inside a note verifier key
+// ("name+hash+base64(0x01 || key)"): the server's key, whatever origin
+// names it.
+func vkeyPublicKey(vkey string) (string, error) {
+	parts := strings.SplitN(vkey, "+", 3)
+	if len(parts) != 3 {
+		return "", errors.New("not a note verifier key")
+	}
+	b, err := base64.StdEncoding.DecodeString(parts[2])
+	if err != nil || len(b) != 1+ed25519.PublicKeySize || b[0] != 1 {
+		return "", errors.New("not an Ed25519 note verifier key")
+	}
+	return hex.EncodeToString(b[1:]), nil
+}
+
+// lastOrigin is the origin last verified under the key pub (hex), "" when
+// none. State kept by an older kura has no key files: a kept origin that
+// pinned the key stands for it (origin itself when it is one of them).
+func (s *CheckpointState) lastOrigin(pub, origin string) (string, error) {
+	path := filepath.Join(s.Dir, keysDir, pub)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		o := strings.TrimSpace(string(b))
+		if o == "" {
+			return "", fmt.Errorf("checkpoint state %s: corrupt: empty", path)
+		}
+		return o, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("checkpoint state: %w", err)
+	}
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return "", nil // nothing kept yet
+	}
+	found := ""
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == keysDir {
+			continue
+		}
+		kb, err := os.ReadFile(filepath.Join(s.Dir, e.Name(), "vkeys"))
+		if err != nil {
+			continue
+		}
+		for _, k := range strings.Fields(string(kb)) {
+			if p, err := vkeyPublicKey(k); err == nil && p == pub {
+				name, _, _ := strings.Cut(k, "+") // a log key's name is its origin
+				if name == origin {
+					return origin, nil
+				}
+				found = name
+			}
+		}
+	}
+	return found, nil
+}
+
 func (s *CheckpointState) save(origin string, text []byte, keys []string) error {
 	dir, err := s.originDir(origin)
 	if err != nil {
+		return err
+	}
+	// The origin per key first: a crash before the checkpoint is kept
+	// leaves this origin to be pinned again, never the other one trusted.
+	if err := s.saveOrigin(origin, keys); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -187,6 +301,28 @@ func (s *CheckpointState) save(origin string, text []byte, keys []string) error 
 	}
 	if err := atomicfile.Write(filepath.Join(dir, "checkpoint"), text, 0o600); err != nil {
 		return fmt.Errorf("checkpoint state: %w", err)
+	}
+	return nil
+}
+
+// saveOrigin records origin as the one last verified under each key.
+func (s *CheckpointState) saveOrigin(origin string, keys []string) error {
+	dir := filepath.Join(s.Dir, keysDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("checkpoint state: %w", err)
+	}
+	for _, k := range keys {
+		pub, err := vkeyPublicKey(k)
+		if err != nil {
+			return fmt.Errorf("checkpoint state: verifier key %q: %v", k, err)
+		}
+		path := filepath.Join(dir, pub)
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == origin {
+			continue
+		}
+		if err := atomicfile.Write(path, []byte(origin+"\n"), 0o600); err != nil {
+			return fmt.Errorf("checkpoint state: %w", err)
+		}
 	}
 	return nil
 }

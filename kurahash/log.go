@@ -44,6 +44,32 @@ func LogLeafData(l LogLeaf) ([]byte, error) {
 	return Canonical(raw)
 }
 
+// Redaction is what a record.redacted leaf commits to: who dropped which
+// record's content, why and when, and the record's seal (which the
+// redaction leaves as it was).
+type Redaction struct {
+	RecordID string `json:"record_id"`
+	Seal     string `json:"seal"`
+	By       string `json:"by"`
+	Reason   string `json:"reason"`
+	At       string `json:"at"`
+}
+
+// RedactionDigest is the digest of a record.redacted leaf: hex SHA-256 of
+// the RFC 8785 form of r, so that the who, why and when kept beside the
+// record are in the log as well as the record.
+func RedactionDigest(r Redaction) (string, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return "", fmt.Errorf("redaction of %s: %w", r.RecordID, err)
+	}
+	c, err := Canonical(raw)
+	if err != nil {
+		return "", fmt.Errorf("redaction of %s: %w", r.RecordID, err)
+	}
+	return SumHex(c), nil
+}
+
 // ParseLogLeaf reads leaf data back. It does not require the bytes to be
 // canonical; LogLeafHash of the bytes as served is what the tree commits to.
 func ParseLogLeaf(data []byte) (*LogLeaf, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -78,4 +79,28 @@ func FuzzLogLeafData(f *testing.F) {
 			t.Fatalf("leaf data\n got %s\nwant %s", got, want)
 		}
 	})
+}
+
+// The digest of a record.redacted leaf, against values computed outside Go
+// (Python: json.dumps(sort_keys=True, separators=(",", ":"),
+// ensure_ascii=False), then SHA-256).
+func TestRedactionDigest(t *testing.T) {
+	cases := []struct {
+		name string
+		r    Redaction
+		want string
+	}{
+		{"typical", Redaction{RecordID: "01a1fd55-7af8-716c-84cd-f4386ae15fee", Seal: strings.Repeat("a", 64), By: "user:oles",
+			Reason: "personal data: “phone”", At: "2026-11-25T09:00:00.120000000Z"},
+			"c7e82516489e498ef3bf7f47ed054faab4f658967fe6d62af56dee6fe8c0946c"},
+		{"html and escapes", Redaction{RecordID: "r", Reason: `a<b>&"\`}, "2c265f2b87dd8f833fba00add9cd233c4d002910360a4de7ad2afc7d4f32013e"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := RedactionDigest(c.r)
+			if err != nil || got != c.want {
+				t.Fatalf("got %s %v, want %s", got, err, c.want)
+			}
+		})
+	}
 }

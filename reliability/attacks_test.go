@@ -3,6 +3,7 @@ package reliability_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -18,15 +19,19 @@ import (
 	"github.com/kura-memory/kura/internal/testwait"
 )
 
-// The at-rest attack suite (issue 20): ten attacks on a stopped kurad's
+// The at-rest attack suite (issue 20): eleven attacks on a stopped kurad's
 // database file, made with SQLite as an attacker with the data directory
 // (but not the signing key, kept outside it) would make them, then kurad
-// restarted. Each must be reported
+// restarted. Each attack must be reported, for the reason it names (the
+// problem kura verify prints, the log's state /readyz reports):
 //
-//   - with a witness configured: by kurad itself (/readyz, /v1/info) or by
-//     a fresh `kura verify` that kept nothing;
+//   - with a witness configured: by kurad itself when the log is what was
+//     attacked (/readyz), and by a fresh `kura verify` that kept nothing;
 //   - without a witness: by `kura verify` run by a client that kept the
 //     checkpoint it verified before the attack.
+//
+// A control changes nothing and must verify in both modes, so that an
+// attack is not "caught" by a verification that fails anyway.
 //
 // The real binaries run: kurad, kura verify, kura witness.
 
@@ -79,6 +84,8 @@ type attackEnv struct {
 	kept     string // KURA_STATE_DIR of the client that verified before
 	sessions []string
 	cut      int64 // log size after the second turn of session 0
+	full     int64 // log size the client verified before the attack
+	origin   string
 	old      string
 }
 
@@ -183,6 +190,12 @@ func newAttackEnv(t *testing.T) *attackEnv {
 			t.Fatalf("verify before the attack: %d\n%s", code, out)
 		}
 	}
+	e.full = e.logSize(p.Base)
+	var info struct {
+		Origin string `json:"log_origin"`
+	}
+	mustCall(t, "GET", p.Base+"/v1/info", nil, 200, &info)
+	e.origin = info.Origin
 	p.Stop(t)
 	return e
 }
@@ -253,36 +266,80 @@ func (e *attackEnv) headLedger(sid string) string {
 	return e.one("SELECT head_ledger_id FROM sessions WHERE id = ?", sid)
 }
 
-// attacks are the ten at-rest attacks, each an edit of the stopped data
-// directory.
+// caught is what an attack must be reported as, in each mode.
+type caught struct {
+	// kurad is the log state /readyz reports with the witness: ok when
+	// kurad alone cannot tell (the client's verification does).
+	kurad string
+	// fresh must all appear in what a fresh kura verify (no kept state)
+	// prints of the two sessions, with the witness; kept in what the
+	// client that kept a checkpoint prints, without it. Empty for the
+	// control: then every verification must pass.
+	fresh, kept []string
+}
+
+// same is a caught whose two verifications report the same reasons.
+func same(kurad string, reasons ...string) caught {
+	return caught{kurad: kurad, fresh: reasons, kept: reasons}
+}
+
+// rolledBack is what an older tree under the log's origin is caught as:
+// kurad holds it against the witness's larger tree; the client that kept
+// the checkpoint of the whole tree finds a smaller one.
+func (e *attackEnv) rolledBack() caught {
+	return caught{kurad: "rollback_detected",
+		fresh: []string{"FAILED log " + e.origin + ": kurad reports rollback_detected"},
+		kept:  []string{fmt.Sprintf("FAILED log %s: log %s: the tree has size %d, smaller than the %d verified before", e.origin, e.origin, e.cut, e.full)}}
+}
+
+// putBackOldCopy replaces the data directory with the copy taken after
+// turn 2.
+func (e *attackEnv) putBackOldCopy() {
+	for _, f := range []string{"kura.db", "kura.db-wal", "kura.db-shm"} {
+		os.Remove(filepath.Join(e.dataDir, f))
+	}
+	kuradtest.CopyDataDir(e.t, e.old, e.dataDir)
+}
+
+// attacks are the eleven at-rest attacks, each an edit of the stopped data
+// directory that says how it must be caught, and a control that edits
+// nothing and must verify in both modes.
 var attacks = []struct {
 	name string
-	do   func(e *attackEnv)
+	do   func(e *attackEnv) caught
 }{
-	{"content tamper", func(e *attackEnv) {
+	{"no attack", func(e *attackEnv) caught { return caught{kurad: "ok"} }},
+	{"content tamper", func(e *attackEnv) caught {
 		l := e.headLedger(e.sessions[0])
-		e.edit(`UPDATE records SET content = '{"forged":true}' WHERE id = (SELECT record_id FROM ledger_records WHERE ledger_id = '` + l + `' AND pos = 1)`)
+		r := e.one(`SELECT record_id FROM ledger_records WHERE ledger_id = ? AND pos = 1`, l)
+		e.edit(`UPDATE records SET content = '{"forged":true}' WHERE id = '` + r + `'`)
+		return same("ok", "problem: ledger "+l+" content_hash: record "+r)
 	}},
-	{"metadata tamper", func(e *attackEnv) {
+	{"metadata tamper", func(e *attackEnv) caught {
 		l := e.headLedger(e.sessions[0])
-		e.edit(`UPDATE records SET metadata = '{"project_id":"elsewhere"}' WHERE id = (SELECT record_id FROM ledger_records WHERE ledger_id = '` + l + `' AND pos = 1)`)
+		r := e.one(`SELECT record_id FROM ledger_records WHERE ledger_id = ? AND pos = 1`, l)
+		e.edit(`UPDATE records SET metadata = '{"project_id":"elsewhere"}' WHERE id = '` + r + `'`)
+		return same("ok", "problem: ledger "+l+" seal: record "+r)
 	}},
-	{"tail truncation", func(e *attackEnv) {
+	{"tail truncation", func(e *attackEnv) caught {
 		l := e.headLedger(e.sessions[0])
 		e.edit(`DELETE FROM ledger_records WHERE ledger_id = '` + l + `' AND pos = (SELECT max(pos) FROM ledger_records WHERE ledger_id = '` + l + `')`)
+		return same("ok", "problem: ledger "+l+" record_count: stored 5, computed 4")
 	}},
-	{"middle deletion", func(e *attackEnv) {
+	{"middle deletion", func(e *attackEnv) caught {
 		l := e.headLedger(e.sessions[0])
 		e.edit(`DELETE FROM ledger_records WHERE ledger_id = '`+l+`' AND pos = 1`,
 			`UPDATE ledger_records SET pos = pos - 1 WHERE ledger_id = '`+l+`' AND pos > 1`)
+		return same("ok", "problem: ledger "+l+" record_count: stored 5, computed 4")
 	}},
-	{"reorder", func(e *attackEnv) {
+	{"reorder", func(e *attackEnv) caught {
 		l := e.headLedger(e.sessions[0])
 		a := e.one(`SELECT record_id FROM ledger_records WHERE ledger_id = ? AND pos = 1`, l)
 		b := e.one(`SELECT record_id FROM ledger_records WHERE ledger_id = ? AND pos = 2`, l)
 		e.edit(`UPDATE ledger_records SET record_id = CASE pos WHEN 1 THEN '` + b + `' ELSE '` + a + `' END WHERE ledger_id = '` + l + `' AND pos IN (1, 2)`)
+		return same("ok", "problem: ledger "+l+" root_hash: stored ")
 	}},
-	{"forged insertion", func(e *attackEnv) {
+	{"forged insertion", func(e *attackEnv) caught {
 		// A record of another ledger slipped into this one, at the end,
 		// with the leaf column it would have.
 		l := e.headLedger(e.sessions[0])
@@ -290,24 +347,27 @@ var attacks = []struct {
 		e.edit(`INSERT INTO ledger_records(ledger_id, pos, record_id, leaf)
 			SELECT '` + l + `', (SELECT max(pos) + 1 FROM ledger_records WHERE ledger_id = '` + l + `'), record_id, leaf
 			FROM ledger_records WHERE ledger_id = '` + other + `' AND pos = 1`)
+		return same("ok", "problem: ledger "+l+" record_ids: stored 6 ids, computed 5 records")
 	}},
-	{"cross-context replay", func(e *attackEnv) {
+	{"cross-context replay", func(e *attackEnv) caught {
 		// Session 0's head pointed at session 1's genuinely signed ledger.
-		e.edit(`UPDATE sessions SET head_ledger_id = '` + e.headLedger(e.sessions[1]) + `' WHERE id = '` + e.sessions[0] + `'`)
+		l, other := e.headLedger(e.sessions[0]), e.headLedger(e.sessions[1])
+		e.edit(`UPDATE sessions SET head_ledger_id = '` + other + `' WHERE id = '` + e.sessions[0] + `'`)
+		return same("ok", "reflog: the last head move (6) is to ledger "+l+", hash ", "the session's head is "+other+", hash ")
 	}},
-	{"rollback replay", func(e *attackEnv) {
+	{"rollback replay", func(e *attackEnv) caught {
 		// The head put back to an older, genuinely signed head of its own.
+		l := e.headLedger(e.sessions[0])
 		old := e.one(`SELECT to_ledger_id FROM session_reflog WHERE session_id = ? ORDER BY seq LIMIT 1`, e.sessions[0])
 		e.edit(`UPDATE sessions SET head_ledger_id = '` + old + `' WHERE id = '` + e.sessions[0] + `'`)
+		return same("ok", "reflog: the last head move (6) is to ledger "+l+", hash ", "the session's head is "+old+", hash ")
 	}},
-	{"snapshot rollback", func(e *attackEnv) {
+	{"snapshot rollback", func(e *attackEnv) caught {
 		// The whole data directory put back as it was after turn 2.
-		for _, f := range []string{"kura.db", "kura.db-wal", "kura.db-shm"} {
-			os.Remove(filepath.Join(e.dataDir, f))
-		}
-		kuradtest.CopyDataDir(e.t, e.old, e.dataDir)
+		e.putBackOldCopy()
+		return e.rolledBack()
 	}},
-	{"consistent truncation", func(e *attackEnv) {
+	{"consistent truncation", func(e *attackEnv) caught {
 		// The third turns cut off every table that names them, the log
 		// cut back to the tree before them: what is left is a consistent,
 		// genuinely signed, shorter history.
@@ -324,22 +384,83 @@ var attacks = []struct {
 			`DELETE FROM events WHERE seq > `+cut,
 			`DELETE FROM log_hashes WHERE leaf >= `+cut)
 		e.edit(stmts...)
+		return e.rolledBack()
+	}},
+	{"renamed origin", func(e *attackEnv) caught {
+		// The old copy put back under another log origin: to a client it
+		// is a log never seen before, unless it remembers which origin
+		// kurad's key signed; kurad's witness holds a checkpoint of the
+		// real origin signed by kurad's key, which this database does
+		// not know.
+		e.putBackOldCopy()
+		const renamed = "kura/0123456789abcdef"
+		e.edit(`UPDATE meta SET value = '` + renamed + `' WHERE key = 'log_origin'`)
+		return caught{kurad: "rollback_detected",
+			fresh: []string{"FAILED log " + renamed + ": kurad reports rollback_detected"},
+			kept: []string{"FAILED log " + renamed + ": log " + renamed + ": signed by the key that last verified log " + e.origin + " here",
+				"--accept-origin " + renamed}}
 	}},
 }
 
-// caughtByKurad says whether kurad itself reports a rolled-back or forked
-// log.
-func caughtByKurad(t *testing.T, base string) (bool, string) {
+// logState is what /readyz says of the log (its checks.log), and the
+// whole answer.
+func logState(t *testing.T, base string) (string, string) {
 	code, body, err := call(context.Background(), "GET", base+"/readyz", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return code == 503 && (strings.Contains(string(body), "rollback_detected") || strings.Contains(string(body), "fork_detected")), string(body)
+	var ready struct {
+		Checks map[string]string `json:"checks"`
+		Error  struct {
+			Details struct {
+				Checks map[string]string `json:"checks"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	json.Unmarshal(body, &ready)
+	st := ready.Checks["log"]
+	if code != 200 {
+		st = ready.Error.Details.Checks["log"]
+	}
+	return st, fmt.Sprintf("%d %s", code, body)
+}
+
+// verifyAll runs kura verify on every session with stateDir as its kept
+// state; it returns whether every one passed, and all they printed.
+func (e *attackEnv) verifyAll(base, stateDir string) (bool, string) {
+	ok := true
+	var outs []string
+	for _, sid := range e.sessions {
+		code, out := e.kura(base, stateDir, "verify", "--local", "session:"+sid)
+		outs = append(outs, out)
+		ok = ok && code == 0
+	}
+	return ok, strings.Join(outs, "\n")
+}
+
+// checkCaught fails unless the verifications failed printing every reason
+// of want, or, for the control (no reason), all passed saying okLine.
+func checkCaught(t *testing.T, mode string, passed bool, out string, want []string, okLine string) {
+	t.Helper()
+	if len(want) == 0 {
+		if !passed || !strings.Contains(out, okLine) {
+			t.Errorf("%s: nothing was attacked, yet kura verify did not pass saying %q:\n%s", mode, okLine, out)
+		}
+		return
+	}
+	if passed {
+		t.Errorf("%s: kura verify passed, want it to fail:\n%s", mode, out)
+	}
+	for _, r := range want {
+		if !strings.Contains(out, r) {
+			t.Errorf("%s: kura verify does not say %q:\n%s", mode, r, out)
+		}
+	}
 }
 
 func TestAttacks_AtRest(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds kura and runs twenty kurads")
+		t.Skip("builds kura and runs thirty-six kurads")
 	}
 	t.Parallel()
 	kuraBinary(t)
@@ -347,37 +468,27 @@ func TestAttacks_AtRest(t *testing.T) {
 		t.Run(strings.ReplaceAll(a.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			e := newAttackEnv(t)
-			a.do(e)
+			want := a.do(e)
 
-			// With the witness: kurad itself, or a fresh client.
+			// With the witness: kurad itself, and a fresh client.
 			p := e.start(true)
-			byKurad, ready := caughtByKurad(t, p.Base)
+			if st, ready := logState(t, p.Base); st != want.kurad {
+				t.Errorf("with a witness: /readyz says the log is %q, want %q: %s", st, want.kurad, ready)
+			}
 			fresh := filepath.Join(e.root, "fresh-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-			verifyFailed := false
-			var outs []string
-			for _, sid := range e.sessions {
-				code, out := e.kura(p.Base, fresh, "verify", "--local", "session:"+sid)
-				outs = append(outs, out)
-				verifyFailed = verifyFailed || code != 0
-			}
-			if !byKurad && !verifyFailed {
-				t.Errorf("with a witness, nobody reported the attack: readyz %s\nverify:\n%s", ready, strings.Join(outs, "\n"))
-			}
-			t.Logf("with a witness: kurad reports it %v, a fresh kura verify fails %v", byKurad, verifyFailed)
+			passed, out := e.verifyAll(p.Base, fresh)
+			checkCaught(t, "with a witness, a fresh client", passed, out, want.fresh, "pinned on first use")
 			p.Stop(t)
 
-			// Without the witness: the client that kept its checkpoint.
+			// Without the witness kurad cannot tell: the client that kept
+			// its checkpoint.
 			p = e.start(false)
-			keptFailed := false
-			outs = outs[:0]
-			for _, sid := range e.sessions {
-				code, out := e.kura(p.Base, e.kept, "verify", "--local", "session:"+sid)
-				outs = append(outs, out)
-				keptFailed = keptFailed || code != 0
+			if st, ready := logState(t, p.Base); st != "ok" {
+				t.Errorf("without a witness: /readyz says the log is %q, want ok: %s", st, ready)
 			}
-			if !keptFailed {
-				t.Errorf("without a witness, the client that kept a checkpoint did not report the attack:\n%s", strings.Join(outs, "\n"))
-			}
+			passed, out = e.verifyAll(p.Base, e.kept)
+			checkCaught(t, "without a witness, the client that kept a checkpoint", passed, out, want.kept,
+				fmt.Sprintf("is consistent with the one of size %d kept in %s", e.full, e.kept))
 			p.Stop(t)
 		})
 	}

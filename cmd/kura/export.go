@@ -36,9 +36,10 @@ import (
 //     session, its signed reflog and kurad's public key (canonical JSON).
 //
 // In both, the session object also carries "log" when kurad keeps one: the
-// checkpoint (cosigned when kurad serves cosignatures) and, for each
-// exported ledger, the inclusion proof of its ledger.written leaf, all
-// against that one checkpoint's size (export_log.go).
+// checkpoint, for each exported ledger the inclusion proof of its
+// ledger.written leaf against that one checkpoint's size, and the newest
+// checkpoints kurad's witnesses cosigned with the proofs that the
+// checkpoint extends them (export_log.go).
 
 // exportStats counts what an export wrote.
 type exportStats struct {

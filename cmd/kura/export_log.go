@@ -20,6 +20,17 @@ import (
 type exportedLog struct {
 	Checkpoint string              `json:"checkpoint"`
 	Inclusions []exportedInclusion `json:"inclusions"`
+	// Cosigned are the newest trees kurad's witnesses cosigned, each with
+	// the consistency proof from it to Checkpoint: under writes the
+	// checkpoint itself seldom carries a cosignature.
+	Cosigned []exportedCosigned `json:"cosigned,omitempty"`
+}
+
+// exportedCosigned is a cosigned checkpoint (GET /v1/log/cosigned) and the
+// proof (GET /v1/log/consistency) that the export's checkpoint extends it.
+type exportedCosigned struct {
+	Checkpoint  string   `json:"checkpoint"`
+	Consistency []string `json:"consistency"`
 }
 
 // exportedInclusion is GET /v1/log/inclusion?ledger_id= as kurad answered.
@@ -32,10 +43,12 @@ type exportedInclusion struct {
 	Proof    []string `json:"proof"`
 }
 
-// exportLog fetches the checkpoint, then every ledger's proof against its
-// size (ledgers were listed before, so each one's leaf is in that tree). A
-// ledger without a leaf (written before the log, or compacted) is left
-// out; the offline verification names it. nil when kurad keeps no log.
+// exportLog fetches the checkpoint and the trees witnesses cosigned (each
+// proved extended by the checkpoint), then every ledger's proof against
+// the checkpoint's size (ledgers were listed before, so each one's leaf is
+// in that tree). A ledger without a leaf (written before the log, or
+// compacted) is left out; the offline verification names it. nil when
+// kurad keeps no log.
 func exportLog(ctx context.Context, c *client.Client, ledgers []client.Ledger) (*exportedLog, error) {
 	info, err := c.LogInfo(ctx)
 	if err != nil {
@@ -44,15 +57,14 @@ func exportLog(ctx context.Context, c *client.Client, ledgers []client.Ledger) (
 	if info.Origin == "" || (info.Log != nil && info.Log.State == client.LogStateOff) {
 		return nil, nil
 	}
-	text, err := c.LogCheckpoint(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cp, err := client.VerifyCheckpoint(text, info.VKey)
+	cp, witnessed, err := c.WitnessedCheckpoints(ctx, info.VKey)
 	if err != nil {
 		return nil, fmt.Errorf("export: kurad's log %w", err)
 	}
-	out := &exportedLog{Checkpoint: string(text), Inclusions: []exportedInclusion{}}
+	out := &exportedLog{Checkpoint: string(cp.Text), Inclusions: []exportedInclusion{}}
+	for _, w := range witnessed {
+		out.Cosigned = append(out.Cosigned, exportedCosigned{Checkpoint: string(w.Text), Consistency: orEmpty(w.Proof)})
+	}
 	for i := range ledgers {
 		ip, err := c.LogInclusionByLedger(ctx, ledgers[i].ID, cp.Size)
 		var ke *client.Error
@@ -77,6 +89,16 @@ type offlineLog struct {
 	LedgersProved int      `json:"ledgers_proved"`
 	NotInLog      []string `json:"not_in_log,omitempty"`
 	Cosigners     []string `json:"cosigners,omitempty"`
+	// Witnessed says, per cosigner of --witness-key, the tree it cosigned:
+	// the checkpoint's own, or an older one the checkpoint extends.
+	Witnessed []offlineWitness `json:"witnessed,omitempty"`
+}
+
+// offlineWitness is one required witness and the size of the tree it
+// cosigned.
+type offlineWitness struct {
+	Witness string `json:"witness"`
+	Size    int64  `json:"size"`
 }
 
 // logVKey is the note verifier key of origin for the Ed25519 key pub
@@ -122,12 +144,15 @@ func verifyExportLog(lg *exportedLog, ledgers []client.Ledger, pub string, witne
 		return rep
 	}
 	rep.Size, rep.Root = cp.Size, b64(cp.Root)
-	if len(witnessKeys) > 0 {
-		names, err := client.VerifyCosignatures(text, vkey, witnessKeys...)
+	older := verifyExportCosigned(lg.Cosigned, cp, vkey, problem)
+	for _, k := range witnessKeys {
+		w, err := cosignedBy(k, cp, older, vkey)
 		if err != nil {
 			problem("", "log_cosignature", "%v", err)
+			continue
 		}
-		rep.Cosigners = names
+		rep.Cosigners = append(rep.Cosigners, w.Witness)
+		rep.Witnessed = append(rep.Witnessed, *w)
 	}
 	byLedger := make(map[string]*exportedInclusion, len(lg.Inclusions))
 	for i := range lg.Inclusions {
@@ -158,6 +183,45 @@ func verifyExportLog(lg *exportedLog, ledgers []client.Ledger, pub string, witne
 	return rep
 }
 
+// verifyExportCosigned checks each cosigned checkpoint of an export: signed
+// by kurad's key for the checkpoint's origin, and extended by the
+// checkpoint (its consistency proof). It returns those that hold.
+func verifyExportCosigned(cosigned []exportedCosigned, cp *client.Checkpoint, vkey string, problem func(ledger, field, format string, args ...any)) []*client.Checkpoint {
+	var out []*client.Checkpoint
+	for i, e := range cosigned {
+		old, err := client.VerifyCheckpoint([]byte(e.Checkpoint), vkey)
+		if err != nil {
+			problem("", "log_signature", "cosigned checkpoint %d: %v", i+1, err)
+			continue
+		}
+		if err := client.CheckConsistency(old, cp, e.Consistency); err != nil {
+			problem("", "log_consistency", "cosigned checkpoint %d (size %d): %v", i+1, old.Size, err)
+			continue
+		}
+		out = append(out, old)
+	}
+	return out
+}
+
+// cosignedBy finds the witness of cosignature verifier key wkey on the
+// checkpoint, else on the largest older cosigned checkpoint that carries it.
+func cosignedBy(wkey string, cp *client.Checkpoint, older []*client.Checkpoint, vkey string) (*offlineWitness, error) {
+	names, err := client.VerifyCosignatures(cp.Text, vkey, wkey)
+	if err == nil {
+		return &offlineWitness{Witness: names[0], Size: cp.Size}, nil
+	}
+	var best *offlineWitness
+	for _, o := range older {
+		if names, err := client.VerifyCosignatures(o.Text, vkey, wkey); err == nil && (best == nil || o.Size > best.Size) {
+			best = &offlineWitness{Witness: names[0], Size: o.Size}
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("%v, nor on any cosigned checkpoint the export's extends", err)
+	}
+	return best, nil
+}
+
 func printOfflineLog(w io.Writer, lg *offlineLog) {
 	switch {
 	case lg == nil || !lg.Checked:
@@ -166,8 +230,16 @@ func printOfflineLog(w io.Writer, lg *offlineLog) {
 		fmt.Fprintf(w, "  log: the checkpoint does not verify (see the problems)\n")
 	default:
 		fmt.Fprintf(w, "  log: checkpoint %s of size %d verified; %s proved included", lg.Origin, lg.Size, plural(lg.LedgersProved, "ledger"))
-		if len(lg.Cosigners) > 0 {
-			fmt.Fprintf(w, "; cosigned by %s", strings.Join(lg.Cosigners, " "))
+		if len(lg.Witnessed) > 0 {
+			var by []string
+			for _, x := range lg.Witnessed {
+				if x.Size == lg.Size {
+					by = append(by, x.Witness)
+				} else {
+					by = append(by, fmt.Sprintf("%s (at size %d, which it extends)", x.Witness, x.Size))
+				}
+			}
+			fmt.Fprintf(w, "; cosigned by %s", strings.Join(by, ", "))
 		}
 		fmt.Fprintln(w)
 		if len(lg.NotInLog) > 0 {

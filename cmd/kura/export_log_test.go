@@ -34,6 +34,8 @@ type logFixture struct {
 	signer  note.Signer
 	ledgers []client.Ledger
 	section exportedLog
+	origin  string
+	tree    memTree
 }
 
 func newLogFixture(t testing.TB, cosigner note.Signer) *logFixture {
@@ -50,7 +52,7 @@ func newLogFixture(t testing.TB, cosigner note.Signer) *logFixture {
 	if err != nil || len(raw) != 33 {
 		t.Fatalf("verifier key %q: %v", vkey, err)
 	}
-	f := &logFixture{pub: "ed25519:" + hex.EncodeToString(raw[1:]), signer: signer}
+	f := &logFixture{pub: "ed25519:" + hex.EncodeToString(raw[1:]), signer: signer, origin: origin}
 	f.ledgers = []client.Ledger{
 		{ID: "0193a000-0000-7000-8000-00000000000a", Hash: strings.Repeat("a", 64)},
 		{ID: "0193a000-0000-7000-8000-00000000000b", Hash: strings.Repeat("b", 64)},
@@ -89,6 +91,7 @@ func newLogFixture(t testing.TB, cosigner note.Signer) *logFixture {
 		t.Fatal(err)
 	}
 	f.section.Checkpoint = string(text)
+	f.tree = tree
 	for i, seq := range []int64{3, 5} {
 		p, err := tlog.ProveRecord(6, seq-1, &tree)
 		if err != nil {
@@ -204,6 +207,82 @@ func TestVerifyExportLog(t *testing.T) {
 			t.Errorf("got %+v %+v, want the second ledger named as not in the log", rep, problems)
 		}
 	})
+}
+
+// cosignedAt is the fixture's tree of size signed by its kurad key and
+// cosigned by ws, with the consistency proof from it to the tree of 6.
+func (f *logFixture) cosignedAt(t *testing.T, size int64, ws note.Signer) exportedCosigned {
+	t.Helper()
+	root, err := tlog.TreeHash(size, &f.tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := note.Sign(&note.Note{Text: fmt.Sprintf("%s\n%d\n%s\n", f.origin, size, b64(root))}, f.signer, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tlog.ProveTree(6, size, &f.tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof := []string{}
+	for _, h := range p {
+		proof = append(proof, b64(h))
+	}
+	return exportedCosigned{Checkpoint: string(text), Consistency: proof}
+}
+
+// Under writes the export's checkpoint is newer than what a witness
+// cosigned: the witness counts through an older cosigned checkpoint that
+// the export's checkpoint is proved to extend, and only then.
+func TestVerifyExportLog_OlderCosigned(t *testing.T) {
+	t.Parallel()
+	ws, wvkey := newWitnessKey(t)
+	f := newLogFixture(t, nil) // the checkpoint itself is cosigned by nobody
+	older := f.cosignedAt(t, 4, ws)
+
+	lg := cloneSection(f.section)
+	lg.Cosigned = []exportedCosigned{older}
+	rep, problems := f.verify(lg, wvkey)
+	if len(problems) != 0 || len(rep.Witnessed) != 1 || rep.Witnessed[0].Size != 4 || rep.Witnessed[0].Witness != "other.witness" {
+		t.Fatalf("got %+v %+v, want the witness counted at size 4", rep, problems)
+	}
+	if _, problems := f.verify(cloneSection(f.section), wvkey); len(problems) != 1 || problems[0].Field != "log_cosignature" {
+		t.Fatalf("without the older checkpoint: got %+v, want log_cosignature", problems)
+	}
+
+	forkRoot := tlog.Hash{9}
+	fork, err := note.Sign(&note.Note{Text: fmt.Sprintf("%s\n4\n%s\n", f.origin, b64(forkRoot))}, f.signer, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		edit   func(c *exportedCosigned)
+		fields []string
+	}{
+		{"ProofEdited", func(c *exportedCosigned) { c.Consistency[0] = b64(tlog.Hash{1}) }, []string{"log_consistency", "log_cosignature"}},
+		{"ProofMissing", func(c *exportedCosigned) { c.Consistency = nil }, []string{"log_consistency", "log_cosignature"}},
+		{"Forked", func(c *exportedCosigned) { c.Checkpoint = string(fork) }, []string{"log_consistency", "log_cosignature"}},
+		{"NotKuradsSignature", func(c *exportedCosigned) { c.Checkpoint = strings.Replace(c.Checkpoint, "\n4\n", "\n5\n", 1) }, []string{"log_signature", "log_cosignature"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := older
+			c.Consistency = append([]string{}, older.Consistency...)
+			tt.edit(&c)
+			lg := cloneSection(f.section)
+			lg.Cosigned = []exportedCosigned{c}
+			_, problems := f.verify(lg, wvkey)
+			var got []string
+			for _, p := range problems {
+				got = append(got, p.Field)
+			}
+			if strings.Join(got, " ") != strings.Join(tt.fields, " ") {
+				t.Errorf("got problems %+v, want fields %v", problems, tt.fields)
+			}
+		})
+	}
 }
 
 // FuzzVerifyExportLog feeds the offline log check whatever an export's log

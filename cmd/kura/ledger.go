@@ -126,6 +126,7 @@ func setupVerify(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 	expect := fs.String("expect-head-hash", "", "sessions: also check that the first-parent chain still holds this ledger `hash` (one you saw earlier)")
 	pubkey := fs.String("pubkey", "", "verify an export `FILE` (kura export, jsonl or git; - for stdin) offline, without kurad, against this public key (ed25519:<hex>, or a file holding it or kura info --json)")
 	noState := fs.Bool("no-state", false, "do not keep or compare the log checkpoint in KURA_STATE_DIR (the checkpoint's signature is still checked)")
+	acceptOrigin := fs.String("accept-origin", "", "accept kurad's log under this new `ORIGIN`, signed by the key that last verified another origin here (only once kurad's operator confirmed the log was moved, docs/log.md)")
 	var witnessKeys listFlag
 	fs.Var(&witnessKeys, "witness-key", "with --pubkey: also require a cosignature of the export's checkpoint by this witness `VKEY` (repeatable)")
 	return func(ctx context.Context, c *cli, args []string) error {
@@ -141,6 +142,9 @@ func setupVerify(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		if len(witnessKeys) > 0 {
 			return usagef("--witness-key applies to an export (--pubkey)")
 		}
+		if *acceptOrigin != "" && *noState {
+			return usagef("--accept-origin changes the kept state; it does not go with --no-state")
+		}
 		if len(args) != 1 {
 			return usagef("verify takes one ledger or session (session:<id>, ledger:<id> or <project>/<name> to say which)")
 		}
@@ -152,7 +156,7 @@ func setupVerify(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			return err
 		}
 		if kind == "session" {
-			return thenCheckLog(c.verifySession(ctx, id, *expect, *local), func() error { return c.checkLog(ctx, *noState) })
+			return thenCheckLog(c.verifySession(ctx, id, *expect, *local), func() error { return c.checkLog(ctx, logCheckOptions{noState: *noState, acceptOrigin: *acceptOrigin}) })
 		}
 		if *expect != "" {
 			return usagef("--expect-head-hash applies to sessions; %s is a ledger", id)
@@ -188,7 +192,7 @@ func setupVerify(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		if !v.OK {
 			verr = &exitError{code: exitFail}
 		}
-		return thenCheckLog(verr, func() error { return c.checkLog(ctx, *noState) })
+		return thenCheckLog(verr, func() error { return c.checkLog(ctx, logCheckOptions{noState: *noState, acceptOrigin: *acceptOrigin}) })
 	}
 }
 

@@ -87,7 +87,7 @@ func commandTable() []command {
 		{"redact", "<record> --reason R", "drop a record's content for good (admin); its hashes stay and every ledger still verifies", setupRedact},
 		{"ledger", "<ledger-id> [--records]", "show a ledger and its record ids (--records: the records)", setupLedger},
 		{"ledger new", "[--label L] [--parent ID]... [<record-id>...]", "seal a new signed ledger over existing records, in the order given (none: an empty ledger)", setupLedgerNew},
-		{"verify", "<ledger | session> [--local] [--expect-head-hash H] [--no-state] | --pubkey KEY [--witness-key VKEY]... <export-file | ->", "verify a ledger or a session's chain and that kurad's log extends the checkpoint kept from last time (--pubkey: an export, offline); exit 1 when it does not verify", setupVerify},
+		{"verify", "<ledger | session> [--local] [--expect-head-hash H] [--no-state] [--accept-origin ORIGIN] | --pubkey KEY [--witness-key VKEY]... <export-file | ->", "verify a ledger or a session's chain and that kurad's log extends the checkpoint kept from last time (--pubkey: an export, offline); exit 1 when it does not verify", setupVerify},
 		{"diff", "<ledger-a> <ledger-b>", "records added and removed from ledger a to ledger b", setupDiff},
 		{"log", "<session> [--limit N]", "list a session's ledgers from its head, following first parents", setupLog},
 		{"log checkpoint", "", "show kurad's current log checkpoint, its signature checked", setupLogCheckpoint},

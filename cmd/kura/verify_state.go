@@ -43,14 +43,26 @@ type logCheck struct {
 	StateDir string `json:"state_dir,omitempty"`
 	FirstUse bool   `json:"first_use,omitempty"`
 	KeyAdded string `json:"key_added,omitempty"`
-	Problem  string `json:"problem,omitempty"`
+	// PreviousOrigin is the origin last verified under kurad's key when
+	// the log now shows another: refused, or accepted with --accept-origin.
+	PreviousOrigin string `json:"previous_origin,omitempty"`
+	// AcknowledgedSeq is the seq of the log.acknowledged event in kurad's
+	// feed that moved PreviousOrigin to Origin, 0 when there is none.
+	AcknowledgedSeq int64  `json:"acknowledged_seq,omitempty"`
+	Problem         string `json:"problem,omitempty"`
+}
+
+// logCheckOptions are kura verify's flags about the kept state.
+type logCheckOptions struct {
+	noState      bool
+	acceptOrigin string
 }
 
 // checkLog checks kurad's log and prints one line saying what was checked
 // (to stderr under --json, whose stdout is kurad's verification answer).
 // It returns an exitError when the log does not hold up.
-func (c *cli) checkLog(ctx context.Context, noState bool) error {
-	lc, err := c.runLogCheck(ctx, noState)
+func (c *cli) checkLog(ctx context.Context, o logCheckOptions) error {
+	lc, err := c.runLogCheck(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -65,7 +77,7 @@ func (c *cli) checkLog(ctx context.Context, noState bool) error {
 	return nil
 }
 
-func (c *cli) runLogCheck(ctx context.Context, noState bool) (*logCheck, error) {
+func (c *cli) runLogCheck(ctx context.Context, o logCheckOptions) (*logCheck, error) {
 	info, err := c.client.LogInfo(ctx)
 	if err != nil {
 		return nil, err
@@ -88,7 +100,7 @@ func (c *cli) runLogCheck(ctx context.Context, noState bool) (*logCheck, error) 
 		return nil, err
 	}
 	dir := ""
-	if !noState {
+	if !o.noState {
 		dir = c.stateDir()
 	}
 	if dir == "" {
@@ -101,10 +113,16 @@ func (c *cli) runLogCheck(ctx context.Context, noState bool) (*logCheck, error) 
 		return lc, nil
 	}
 	lc.StateDir = dir
-	st := &client.CheckpointState{Dir: dir}
+	st := &client.CheckpointState{Dir: dir, AcceptOrigin: o.acceptOrigin}
 	up, err := st.Update(ctx, c.client, text, info.VKey)
 	var le *client.LogCheckError
 	switch {
+	case errors.As(err, &le) && le.Reason == client.LogOriginChanged:
+		lc.PreviousOrigin, lc.Size = le.Previous, le.New
+		lc.AcknowledgedSeq = c.acknowledgedMove(ctx, le.Previous, le.Origin)
+		lc.Problem = le.Error() + ". " + moveEvidence(lc) +
+			fmt.Sprintf(". If kurad's operator confirms the move, accept it once with: kura verify --accept-origin %s", le.Origin)
+		return lc, nil
 	case errors.As(err, &le):
 		lc.Problem = le.Error()
 		if le.Old > 0 || le.New > 0 {
@@ -116,11 +134,46 @@ func (c *cli) runLogCheck(ctx context.Context, noState bool) (*logCheck, error) 
 		return nil, err
 	}
 	lc.OK, lc.Size, lc.FirstUse, lc.KeyAdded = true, up.New.Size, up.FirstUse, up.KeyAdded
+	if lc.PreviousOrigin = up.OriginChangedFrom; lc.PreviousOrigin != "" {
+		lc.AcknowledgedSeq = c.acknowledgedMove(ctx, lc.PreviousOrigin, lc.Origin)
+	}
 	if up.Old != nil {
 		old := up.Old.Size
 		lc.KeptSize = &old
 	}
 	return lc, nil
+}
+
+// acknowledgedMove is the seq of the log.acknowledged event in kurad's
+// feed that moved log from to log to (POST /v1/admin/log/acknowledge), 0
+// when the feed holds none (or cannot be read). It is kurad's own word:
+// whoever can write kurad's files can write such an event too, so it
+// informs the person deciding and accepts nothing by itself.
+func (c *cli) acknowledgedMove(ctx context.Context, from, to string) int64 {
+	var after int64
+	for {
+		p, err := c.client.Events(ctx, client.EventQuery{After: after, Limit: 1000, Types: []string{"log.acknowledged"}})
+		if err != nil {
+			return 0
+		}
+		for _, e := range p.Events {
+			if e.Refs["origin"] == from && e.Refs["new_origin"] == to {
+				return e.Seq
+			}
+		}
+		if p.NextAfter <= after || p.NextAfter >= p.LastSeq {
+			return 0
+		}
+		after = p.NextAfter
+	}
+}
+
+// moveEvidence says what kurad's feed holds about the origin change.
+func moveEvidence(lc *logCheck) string {
+	if lc.AcknowledgedSeq == 0 {
+		return fmt.Sprintf("kurad's event feed records no acknowledgement moving log %s to %s", lc.PreviousOrigin, lc.Origin)
+	}
+	return fmt.Sprintf("kurad's event feed records an acknowledgement moving log %s to %s (event %d), which is kurad's own word: whoever can write its files can write one too", lc.PreviousOrigin, lc.Origin, lc.AcknowledgedSeq)
 }
 
 func printLogCheck(w io.Writer, lc *logCheck) {
@@ -135,6 +188,9 @@ func printLogCheck(w io.Writer, lc *logCheck) {
 		fmt.Fprintf(w, "OK log %s: checkpoint of size %d signed by kurad's key, pinned on first use and kept in %s\n", lc.Origin, lc.Size, lc.StateDir)
 	default:
 		fmt.Fprintf(w, "OK log %s: checkpoint of size %d is consistent with the one of size %d kept in %s\n", lc.Origin, lc.Size, *lc.KeptSize, lc.StateDir)
+	}
+	if lc.OK && lc.PreviousOrigin != "" {
+		fmt.Fprintf(w, "  log origin changed: %s accepted in place of %s (--accept-origin); %s\n", lc.Origin, lc.PreviousOrigin, moveEvidence(lc))
 	}
 	if lc.KeyAdded != "" {
 		fmt.Fprintf(w, "  log key rotated: %s now pinned too (it signed beside a pinned key)\n", lc.KeyAdded)

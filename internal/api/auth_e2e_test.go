@@ -219,6 +219,7 @@ var matrix = []matrixCase{
 	{"POST /v1/admin/backup", "/v1/admin/backup", `{"path":"{dir}/backup-{n}"}`, "admin", "all"},
 	{"POST /v1/admin/compact-events", "/v1/admin/compact-events", `{"before_seq":1}`, "admin", "all"},
 	{"GET /v1/log/checkpoint", "/v1/log/checkpoint", "", "reader", ""},
+	{"GET /v1/log/cosigned", "/v1/log/cosigned", "", "reader", ""},
 	{"GET /v1/log/consistency", "/v1/log/consistency?old=1", "", "reader", ""},
 	{"GET /v1/log/inclusion", "/v1/log/inclusion?ledger_id={lid}", "", "reader", "404"},
 	{"GET /v1/log/leaves", "/v1/log/leaves?start=0&end=1", "", "reader", ""},

@@ -30,6 +30,7 @@ type LogStore interface {
 // (internal/checkpoint); nil: the log is off.
 type LogService interface {
 	Checkpoint() ([]byte, error)
+	Cosigned() (string, []kura.CosignedCheckpoint, error)
 	VerifierKey() string
 	Status() kura.LogStatus
 	Acknowledge(ctx context.Context, reason, by string) (string, []kura.LogConflict, error)
@@ -41,6 +42,7 @@ type LogService interface {
 func (s *Server) logRoutes() []route {
 	return []route{
 		{method: http.MethodGet, pattern: "/v1/log/checkpoint", role: auth.RoleReader, serve: s.handleLogCheckpoint},
+		{method: http.MethodGet, pattern: "/v1/log/cosigned", role: auth.RoleReader, serve: s.handleLogCosigned},
 		{method: http.MethodGet, pattern: "/v1/log/consistency", role: auth.RoleReader, serve: s.handleLogConsistency},
 		{method: http.MethodGet, pattern: "/v1/log/inclusion", role: auth.RoleReader, check: ledgerQuery, serve: s.handleLogInclusion},
 		{method: http.MethodGet, pattern: "/v1/log/leaves", role: auth.RoleReader, serve: s.handleLogLeaves},
@@ -70,6 +72,31 @@ func (s *Server) handleLogCheckpoint(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
+}
+
+type cosignedAnswer struct {
+	Origin      string                    `json:"origin"`
+	Checkpoints []kura.CosignedCheckpoint `json:"checkpoints"`
+}
+
+// handleLogCosigned serves the newest tree each witness cosigned: under
+// writes the current checkpoint seldom carries a cosignature (a witness
+// cosigns what it fetched a moment ago), so a client that wants a witnessed
+// checkpoint takes one of these and checks the current tree extends it.
+func (s *Server) handleLogCosigned(w http.ResponseWriter, r *http.Request) {
+	if s.logOff(w, r) {
+		return
+	}
+	origin, cps, err := s.cfg.Log.Cosigned()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if cps == nil {
+		cps = []kura.CosignedCheckpoint{}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.writeJSON(w, http.StatusOK, cosignedAnswer{Origin: origin, Checkpoints: cps})
 }
 
 // queryInt64 reads a non-negative integer query parameter; def when absent.

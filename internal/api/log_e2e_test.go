@@ -3,12 +3,16 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // The checks in this file use net/http, encoding/json and golang.org/x/mod
@@ -102,6 +107,10 @@ func TestLog_CheckpointAndProofsVerifyWithXMod(t *testing.T) {
 	origin, size5, root5 := openCheckpoint(t, cp5, info.LogVKey)
 	if origin != info.LogOrigin || size5 != 5 {
 		t.Fatalf("checkpoint of %q size %d", origin, size5)
+	}
+	// No witness: nothing cosigned, but an answer all the same.
+	if code, b := httpGet(t, base+"/v1/log/cosigned"); code != 200 || string(b) != `{"origin":"`+origin+`","checkpoints":[]}`+"\n" {
+		t.Fatalf("cosigned without witnesses: %d %q", code, b)
 	}
 
 	// The leaves rebuild the root.
@@ -286,6 +295,76 @@ func TestLog_CheckpointOnNATS(t *testing.T) {
 	}
 }
 
+// Checkpoints on NATS are coalesced: a burst of commits from concurrent
+// writers is a few checkpoints a second (kurad's pace is one per 250 ms),
+// not one per commit, and the last one is of the final tree.
+func TestLog_CheckpointsOnNATSAreCoalesced(t *testing.T) {
+	t.Parallel()
+	d := kuradtest.StartMain(t, kuradtest.Options{})
+	base := d.BaseURL()
+	nc, err := nats.Connect("nats://" + d.NATSAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var (
+		mu    sync.Mutex
+		at    []time.Time
+		sizes []int64
+	)
+	if _, err := nc.Subscribe("oclaw.v1._log.evt.checkpoint", func(m *nats.Msg) {
+		var p struct{ Size int64 }
+		json.Unmarshal(m.Data, &p)
+		mu.Lock()
+		at, sizes = append(at, time.Now()), append(sizes, p.Size)
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+
+	var commits atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(1500 * time.Millisecond)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; time.Now().Before(end); i++ {
+				if code, b := httpPost(t, base+"/v1/records", fmt.Sprintf(`{"type":"agent.thought","content":"burst %d %d","author_id":"agent:bmo"}`, w, i)); code != 201 {
+					t.Errorf("write: %d %s", code, b)
+					return
+				}
+				commits.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+	var info struct {
+		Log struct{ Size int64 } `json:"log"`
+	}
+	_, b := httpGet(t, base+"/v1/info")
+	json.Unmarshal(b, &info)
+	testwait.For(t, testwait.Default, "a checkpoint of the final tree on NATS", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(sizes) > 0 && sizes[len(sizes)-1] == info.Log.Size
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	span := at[len(at)-1].Sub(at[0])
+	// One at once, then at most one per 250 ms; one more for the jitter of
+	// delivery.
+	limit := int(span/(250*time.Millisecond)) + 2
+	if n := commits.Load(); n < int64(4*limit) {
+		t.Fatalf("only %d commits in the burst: too few to tell %d checkpoints from one per commit", n, limit)
+	}
+	if len(at) > limit {
+		t.Fatalf("%d checkpoints in %v for %d commits, want at most %d", len(at), span, commits.Load(), limit)
+	}
+	t.Logf("%d checkpoints in %v for %d commits", len(at), span, commits.Load())
+}
+
 func httpPost(t *testing.T, url, body string) (int, []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -343,5 +422,51 @@ func TestLog_LeavesFollowTheFeedsScopes(t *testing.T) {
 	}
 	if code, b := e.do(tRoot, "POST", "/v1/admin/log/acknowledge", `{"reason":"`+strings.Repeat("x", 5<<20)+`"}`); code != 413 || !strings.Contains(string(b), `"too_large"`) {
 		t.Errorf("acknowledge with an oversized body: %d %.200s", code, b)
+	}
+}
+
+// A record.redacted leaf commits to the redaction: its digest is hex
+// SHA-256 of the JCS of record_id, seal, by, reason and at, rebuilt here
+// from what kurad answered, with encoding/json and crypto/sha256 alone (for
+// these plain ASCII strings, json.Marshal of a map is the JCS form).
+func TestLog_RedactionLeafCommitsToTheRedaction(t *testing.T) {
+	t.Parallel()
+	base := kuradtest.StartMain(t, kuradtest.Options{}).BaseURL()
+	code, b := httpPost(t, base+"/v1/records", `{"type":"agent.thought","content":"a phone number","author_id":"agent:bmo"}`)
+	var rec struct{ ID, Seal string }
+	if code != 201 || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("record: %d %s", code, b)
+	}
+	code, b = httpPost(t, base+"/v1/records/"+rec.ID+"/redact", `{"reason":"personal data"}`)
+	var red struct {
+		Redaction struct {
+			RecordID string `json:"record_id"`
+			By       string `json:"by"`
+			Reason   string `json:"reason"`
+			At       string `json:"at"`
+			Seq      int64  `json:"seq"`
+		} `json:"redaction"`
+	}
+	if code != 200 || json.Unmarshal(b, &red) != nil || red.Redaction.Seq == 0 {
+		t.Fatalf("redact: %d %s", code, b)
+	}
+	rd := red.Redaction
+	obj, _ := json.Marshal(map[string]string{"record_id": rd.RecordID, "seal": rec.Seal, "by": rd.By, "reason": rd.Reason, "at": rd.At})
+	sum := sha256.Sum256(obj)
+	want := hex.EncodeToString(sum[:])
+
+	_, b = httpGet(t, fmt.Sprintf("%s/v1/log/leaves?start=%d&end=%d", base, rd.Seq-1, rd.Seq))
+	var leaves struct {
+		Leaves []struct {
+			Data string `json:"data"`
+		} `json:"leaves"`
+	}
+	if err := json.Unmarshal(b, &leaves); err != nil || len(leaves.Leaves) != 1 || leaves.Leaves[0].Data == "" {
+		t.Fatalf("leaves: %s", b)
+	}
+	data, _ := base64.StdEncoding.DecodeString(leaves.Leaves[0].Data)
+	var leaf struct{ Type, Digest string }
+	if err := json.Unmarshal(data, &leaf); err != nil || leaf.Type != "record.redacted" || leaf.Digest != want {
+		t.Fatalf("redaction leaf %s, want type record.redacted and digest %s (of %s)", data, want, obj)
 	}
 }

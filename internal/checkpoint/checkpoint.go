@@ -131,7 +131,9 @@ type Checkpointer struct {
 	mu      sync.Mutex
 	signers map[string][]note.Signer // by origin
 	latest  *signed
-	cosigs  cosigned // witnesses' cosignatures of the latest tree they saw
+	// witnessed is, per witness URL, the newest tree it cosigned that the
+	// log is consistent with (witnesses.go).
+	witnessed map[string]witnessed
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -156,7 +158,7 @@ func New(cfg Config) *Checkpointer {
 	if cfg.Client == nil {
 		cfg.Client = defaultClient()
 	}
-	c := &Checkpointer{cfg: cfg, log: cfg.Logger, signers: map[string][]note.Signer{},
+	c := &Checkpointer{cfg: cfg, log: cfg.Logger, signers: map[string][]note.Signer{}, witnessed: map[string]witnessed{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.watch.init(cfg.Witnesses)
 	return c

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 
 	tlogformat "github.com/transparency-dev/formats/log"
 
@@ -40,26 +43,89 @@ func (w *watchState) init(urls []string) {
 	}
 }
 
-// cosigned are the cosignature lines witnesses gave one tree.
-type cosigned struct {
+// witnessed is the newest tree of the log's origin one witness cosigned and
+// kurad found its log consistent with, with the witness's cosignature lines.
+// A cosignature signs the checkpoint's text, not kurad's signature lines,
+// so the lines go under any note kurad signs of the same tree.
+type witnessed struct {
 	origin string
 	head   kura.LogHead
-	lines  map[string]string // witness URL -> its signature lines
+	lines  string
+}
+
+// keepWitnessed remembers w as what witness url cosigned, unless it already
+// holds a larger tree of the same origin.
+func (c *Checkpointer) keepWitnessed(url string, w *witnessed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.witnessed[url]; ok && cur.origin == w.origin && cur.head.Size > w.head.Size {
+		return
+	}
+	c.witnessed[url] = *w
 }
 
 func (c *Checkpointer) withCosignatures(s *signed) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cosigs.origin != s.origin || c.cosigs.head != s.head || len(c.cosigs.lines) == 0 {
-		return s.note
-	}
-	out := append([]byte(nil), s.note...)
+	out := s.note
 	// The configured order, fixed; the URLs as watchState keeps them. The
 	// statuses themselves are guarded by watch.mu, not c.mu: read none.
 	for _, u := range c.cfg.Witnesses {
-		out = append(out, c.cosigs.lines[strings.TrimRight(u, "/")]...)
+		w, ok := c.witnessed[strings.TrimRight(u, "/")]
+		if !ok || w.origin != s.origin || w.head != s.head {
+			continue
+		}
+		if len(out) == len(s.note) {
+			out = append([]byte(nil), s.note...)
+		}
+		out = append(out, w.lines...)
 	}
 	return out
+}
+
+// Cosigned returns the current origin and the newest tree each witness
+// cosigned of it, one checkpoint per tree, largest first. Under writes a
+// witness's newest tree is seldom the log's current one, so the current
+// checkpoint rarely carries a cosignature; these are what a client checks
+// a witness vouched for, after checking that the current checkpoint is
+// consistent with them (GET /v1/log/consistency).
+func (c *Checkpointer) Cosigned() (string, []kura.CosignedCheckpoint, error) {
+	origin := c.cfg.Log.LogOrigin()
+	c.mu.Lock()
+	byTree := map[kura.LogHead]int{}
+	var out []kura.CosignedCheckpoint
+	var heads []kura.LogHead
+	var lines [][]string
+	for _, u := range c.cfg.Witnesses {
+		url := strings.TrimRight(u, "/")
+		w, ok := c.witnessed[url]
+		if !ok || w.origin != origin {
+			continue
+		}
+		i, seen := byTree[w.head]
+		if !seen {
+			i = len(out)
+			byTree[w.head] = i
+			out = append(out, kura.CosignedCheckpoint{Size: w.head.Size, Root: base64.StdEncoding.EncodeToString(w.head.Root[:])})
+			heads, lines = append(heads, w.head), append(lines, nil)
+		}
+		out[i].Witnesses = append(out[i].Witnesses, url)
+		lines[i] = append(lines[i], w.lines)
+	}
+	signers, err := c.signersFor(origin)
+	c.mu.Unlock()
+	if err != nil {
+		return "", nil, err
+	}
+	for i := range out {
+		msg, err := note.Sign(&note.Note{Text: Body(origin, heads[i].Size, tlog.Hash(heads[i].Root))}, signers...)
+		if err != nil {
+			return "", nil, fmt.Errorf("sign cosigned checkpoint: %w", err)
+		}
+		out[i].Checkpoint = string(msg) + strings.Join(lines[i], "")
+	}
+	slices.SortFunc(out, func(a, b kura.CosignedCheckpoint) int { return cmp.Compare(b.Size, a.Size) })
+	return origin, out, nil
 }
 
 // witnessList is GET /v1/witness/checkpoints.
@@ -98,24 +164,29 @@ func (c *Checkpointer) fetch(ctx context.Context, base string) (*witnessList, er
 // CheckWitnesses asks every witness what it cosigned and compares it with
 // the log: a witnessed tree larger than the log, or one the log does not
 // extend, holds every write (503) until an admin acknowledges it.
+//
+// The log is read after each witness answered, never before: a live log
+// grows while the question is on its way, and a witness may meanwhile
+// cosign a tree larger than the one the log had when it was asked. The log
+// only ever grows, so a tree larger than the log read afterwards is one
+// this log never had.
 func (c *Checkpointer) CheckWitnesses(ctx context.Context) {
-	origin := c.cfg.Log.LogOrigin()
-	head := c.cfg.Log.Log()
 	for i := range c.watch.witnesses {
 		c.watch.mu.Lock()
 		url := c.watch.witnesses[i].URL
 		c.watch.mu.Unlock()
 		st := kura.WitnessStatus{URL: url, CheckedAt: kura.FormatTime(time.Now())}
 		var found []kura.LogConflict
-		lines := ""
+		var got *witnessed
 		list, err := c.fetch(ctx, url)
+		origin, head := c.cfg.Log.LogOrigin(), c.cfg.Log.Log()
 		if err != nil {
 			st.State, st.Error = "unreachable", err.Error()
 			c.log.Warn("witness unreachable", "witness", url, "err", err)
 		} else {
 			st.State = "no_checkpoint"
 			for _, e := range list.Checkpoints {
-				cf, size, l, err := c.judge(ctx, url, e.Checkpoint, origin, head)
+				cf, w, err := c.judge(ctx, url, e.Checkpoint, origin, head)
 				if err != nil {
 					continue // not this kurad's log, or not a checkpoint
 				}
@@ -123,8 +194,8 @@ func (c *Checkpointer) CheckWitnesses(ctx context.Context) {
 					found = append(found, *cf)
 					continue
 				}
-				if size >= 0 { // this origin, consistent
-					st.Size, st.State, lines = size, kura.LogOK, l
+				if w != nil { // this origin, consistent
+					st.Size, st.State, got = w.head.Size, kura.LogOK, w
 				}
 			}
 			for _, cf := range found {
@@ -141,14 +212,9 @@ func (c *Checkpointer) CheckWitnesses(ctx context.Context) {
 			}
 		}
 		c.watch.mu.Unlock()
-		c.mu.Lock()
-		if lines != "" && st.Size == head.Size {
-			if c.cosigs.origin != origin || c.cosigs.head != head {
-				c.cosigs = cosigned{origin: origin, head: head, lines: map[string]string{}}
-			}
-			c.cosigs.lines[url] = lines
+		if got != nil && got.lines != "" {
+			c.keepWitnessed(url, got)
 		}
-		c.mu.Unlock()
 	}
 	c.applyGate()
 }
@@ -163,21 +229,21 @@ func containsConflict(l []kura.LogConflict, c kura.LogConflict) bool {
 }
 
 // judge reads one witnessed checkpoint. err: not a checkpoint this kurad
-// signed (another log's). Otherwise a conflict, or size >= 0 with the
-// cosignature lines when it is of the current origin and consistent, or
-// size -1 for an acknowledged one of another origin.
-func (c *Checkpointer) judge(ctx context.Context, witness, text, origin string, head kura.LogHead) (*kura.LogConflict, int64, string, error) {
+// signed (another log's). Otherwise a conflict, or the witnessed tree with
+// its cosignature lines when it is of the current origin and consistent, or
+// neither for an acknowledged one.
+func (c *Checkpointer) judge(ctx context.Context, witness, text, origin string, head kura.LogHead) (*kura.LogConflict, *witnessed, error) {
 	first, _, _ := strings.Cut(text, "\n")
 	n, err := note.Open([]byte(text), c.verifiers(first))
 	if err != nil {
-		return nil, 0, "", err
+		return nil, nil, err
 	}
 	var cp tlogformat.Checkpoint
 	if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
-		return nil, 0, "", err
+		return nil, nil, err
 	}
 	if cp.Origin != first {
-		return nil, 0, "", errors.New("origin line mismatch")
+		return nil, nil, errors.New("origin line mismatch")
 	}
 	size := int64(cp.Size)
 	root := base64.StdEncoding.EncodeToString(cp.Hash)
@@ -185,34 +251,34 @@ func (c *Checkpointer) judge(ctx context.Context, witness, text, origin string, 
 	if cp.Origin != origin {
 		ok, err := c.cfg.Log.LogAcknowledged(ctx, cp.Origin, size, root)
 		if err != nil || ok {
-			return nil, -1, "", err
+			return nil, nil, err
 		}
 		cf.State, cf.Reason = kura.LogRollback, fmt.Sprintf("the witness holds a checkpoint of log %q (size %d) signed by this kurad's key; this database is log %q and knows nothing of it: an older copy, or another database under the same key", cp.Origin, size, origin)
-		return cf, 0, "", nil
+		return cf, nil, nil
 	}
 	if size > head.Size {
 		if ok, err := c.cfg.Log.LogAcknowledged(ctx, cp.Origin, size, root); err == nil && ok {
-			return nil, -1, "", nil
+			return nil, nil, nil
 		}
 		cf.State, cf.Reason = kura.LogRollback, fmt.Sprintf("the witness cosigned a tree of %d leaves; this log has %d", size, head.Size)
-		return cf, 0, "", nil
+		return cf, nil, nil
 	}
 	mine, err := c.cfg.Log.LogTreeHash(ctx, size)
 	if err != nil {
-		return nil, 0, "", err
+		return nil, nil, err
 	}
 	if string(mine[:]) != string(cp.Hash) {
 		if ok, err := c.cfg.Log.LogAcknowledged(ctx, cp.Origin, size, root); err == nil && ok {
-			return nil, -1, "", nil
+			return nil, nil, nil
 		}
 		cf.State, cf.Reason = kura.LogFork, fmt.Sprintf("the witness cosigned another tree of %d leaves than this log's", size)
-		return cf, 0, "", nil
+		return cf, nil, nil
 	}
 	var lines strings.Builder
 	for _, s := range n.UnverifiedSigs {
 		lines.WriteString("— " + s.Name + " " + s.Base64 + "\n")
 	}
-	return nil, size, lines.String(), nil
+	return nil, &witnessed{origin: cp.Origin, head: kura.LogHead{Size: size, Root: mine}, lines: lines.String()}, nil
 }
 
 // applyGate holds or releases writes after a check.

@@ -44,7 +44,10 @@ func Open(path, credentialsDir string) (ed25519.PrivateKey, error) {
 func Load(path string) (ed25519.PrivateKey, error) {
 	k, err := read(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("key file %s does not exist; a systemd credential must name an existing key (create one by running kurad once without it, then LoadCredential=kurad.key:<that file>)", path)
+		// kurad keygen, not a first start without the credential: that
+		// creates the key inside the data directory, where anyone with a
+		// copy of the directory has it too.
+		return nil, fmt.Errorf("key file %s does not exist; a systemd credential must name an existing key (create one outside the data directory with kurad keygen /etc/kura/kurad.key, then LoadCredential=kurad.key:/etc/kura/kurad.key)", path)
 	}
 	return k, err
 }

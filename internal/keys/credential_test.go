@@ -57,8 +57,8 @@ func TestOpen_Credential(t *testing.T) {
 		creds := t.TempDir()
 		p := filepath.Join(creds, keys.CredentialName)
 		_, err := keys.Open(p, creds)
-		if err == nil || !strings.Contains(err.Error(), "LoadCredential") {
-			t.Fatalf("got %v, want an error explaining the credential", err)
+		if err == nil || !strings.Contains(err.Error(), "LoadCredential") || !strings.Contains(err.Error(), "kurad keygen ") {
+			t.Fatalf("got %v, want an error explaining the credential and kurad keygen", err)
 		}
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("a key was created in the credentials directory")

@@ -58,6 +58,17 @@ type LogConflict struct {
 	Reason  string `json:"reason"`
 }
 
+// CosignedCheckpoint is one tree of the log's current origin that
+// witnesses cosigned, as GET /v1/log/cosigned serves it: the checkpoint
+// note signed by kurad followed by the cosignature lines of every witness
+// that cosigned exactly this tree.
+type CosignedCheckpoint struct {
+	Size       int64    `json:"size"`
+	Root       string   `json:"root"` // base64
+	Witnesses  []string `json:"witnesses"`
+	Checkpoint string   `json:"checkpoint"`
+}
+
 // LogAcknowledged is the answer of POST /v1/admin/log/acknowledge.
 type LogAcknowledged struct {
 	Origin       string        `json:"origin"` // the origin the log continues under

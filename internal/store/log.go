@@ -38,12 +38,43 @@ const (
 // qLeafEvents reads events as leaves. A record.written event does not
 // store its digest: it is the record's seal, read from the record (the
 // biggest share of events, so the event log stays as small as before the
-// Merkle log); an edited seal then no longer hashes to the leaf.
-const qLeafEvents = `SELECT seq, id, type, project, subject, refs, created_at,
-	CASE WHEN type = 'record.written' AND digest = ''
+// Merkle log); an edited seal then no longer hashes to the leaf. A
+// record.redacted event comes with its redaction and the record's seal,
+// from which scanLeafEvent recomputes its digest.
+const qLeafEvents = `SELECT events.seq, events.id, events.type, events.project, events.subject, events.refs, events.created_at,
+	CASE WHEN events.type = 'record.written' AND events.digest = ''
 		THEN coalesce((SELECT seal FROM records WHERE id = json_extract(events.refs, '$.record_id')), '')
-		ELSE digest END
-	FROM events WHERE seq > ? AND seq <= ? ORDER BY seq`
+		ELSE events.digest END,
+	coalesce(r.record_id, ''), coalesce(s.seal, ''), coalesce(r.by_id, ''), coalesce(r.reason, ''), coalesce(r.at, '')
+	FROM events
+	LEFT JOIN redactions r ON events.type = 'record.redacted' AND r.record_id = json_extract(events.refs, '$.record_id') AND r.event_seq = events.seq
+	LEFT JOIN records s ON s.id = r.record_id
+	WHERE events.seq > ? AND events.seq <= ? ORDER BY events.seq`
+
+// scanLeafEvent reads one qLeafEvents row: the event, its refs as stored,
+// and the digest its leaf commits to. A record.redacted event logged since
+// its digest commits to the redaction (redactionDigest) gets that digest
+// recomputed from the redactions row, so that a row edited afterwards (who,
+// why, when) no longer hashes to the leaf. One logged before kept the
+// record's seal, and keeps it; one with no digest (written before the log)
+// stays without.
+func scanLeafEvent(rows *sql.Rows) (kura.Event, string, error) {
+	var e kura.Event
+	var refs string
+	var rd kurahash.Redaction
+	if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Project, &e.Subject, &refs, &e.CreatedAt, &e.Digest,
+		&rd.RecordID, &rd.Seal, &rd.By, &rd.Reason, &rd.At); err != nil {
+		return e, "", err
+	}
+	if e.Type == kura.EventRecordRedacted && rd.RecordID != "" && e.Digest != "" && e.Digest != rd.Seal {
+		d, err := kurahash.RedactionDigest(rd)
+		if err != nil {
+			return e, "", err
+		}
+		e.Digest = d
+	}
+	return e, refs, nil
+}
 
 // qLogInsertChunk inserts logChunk leaves' rows at once.
 var qLogInsertChunk = "INSERT INTO log_hashes(leaf, hashes) VALUES(?, ?)" + strings.Repeat(",(?, ?)", logChunk-1)
@@ -300,9 +331,8 @@ func (db *DB) backfillLog(ctx context.Context) error {
 		}
 		var events []kura.Event
 		for rows.Next() {
-			var e kura.Event
-			var refs string
-			if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Project, &e.Subject, &refs, &e.CreatedAt, &e.Digest); err != nil {
+			e, refs, err := scanLeafEvent(rows)
+			if err != nil {
 				rows.Close()
 				tx.Rollback()
 				return fmt.Errorf("log backfill: %w", err)
@@ -577,9 +607,8 @@ func (db *DB) LogLeaves(ctx context.Context, start, end int64, visible func(*kur
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var e kura.Event
-		var refs string
-		if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Project, &e.Subject, &refs, &e.CreatedAt, &e.Digest); err != nil {
+		e, refs, err := scanLeafEvent(rows)
+		if err != nil {
 			return nil, mapErr(err)
 		}
 		if err := json.Unmarshal([]byte(refs), &e.Refs); err != nil {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/store"
 	"github.com/kura-memory/kura/kurahash"
@@ -58,6 +60,33 @@ func TestLog_EveryEventIsALeaf(t *testing.T) {
 		t.Fatalf("new store: log size %d", h.Size)
 	}
 	mustHistory(t, db)
+	// Events whose digest is of an object, not of a hash the object has.
+	kbe, _, err := db.PutKBEntry(ctx, "facts", &kura.KBEntryInput{Identifier: "deploy window", Keys: []string{"deploy"}, Value: "after 18:00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.PutNode(ctx, "s", &kura.NodeInput{Kind: "fact", ID: "f1", Summary: ptr("deploy after 18:00")}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := db.CompileContext(ctx, "s", &admission.Request{Query: "deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bundle struct {
+		BundleID string `json:"bundle_id"`
+		Digest   string `json:"digest"`
+	}
+	if err := json.Unmarshal(body, &bundle); err != nil || bundle.Digest == "" {
+		t.Fatalf("bundle %s: %v", body, err)
+	}
+	red, err := db.CreateRecord(ctx, recIn(thought(77)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	redacted, err := db.RedactRecord(ctx, red.ID, "user:admin", &kura.RedactInput{Reason: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	head := db.Log()
 	if head.Size != db.LastEventSeq() || head.Size < 30 {
 		t.Fatalf("log size %d, last event seq %d: every event must be a leaf", head.Size, db.LastEventSeq())
@@ -96,13 +125,55 @@ func TestLog_EveryEventIsALeaf(t *testing.T) {
 			if leaf.Digest != leaf.Refs["head_hash"] {
 				t.Errorf("head leaf %d digest %s, head hash %s", l.Index, leaf.Digest, leaf.Refs["head_hash"])
 			}
+		case kura.EventKBChanged:
+			// The entry version as its history shows it.
+			want := jcsDigest(t, map[string]any{"identifier": kbe.Identifier, "version": kbe.Version, "op": kura.KBOpPut,
+				"entry_id": kbe.ID, "keys": kbe.Keys, "value": kbe.Value})
+			if leaf.Refs["entry_id"] != kbe.ID || leaf.Digest != want {
+				t.Errorf("kb leaf %d digest %s refs %v, want %s of entry %s", l.Index, leaf.Digest, leaf.Refs, want, kbe.ID)
+			}
+		case "memory.node":
+			// The node version as it is served.
+			n, err := db.GetNode(ctx, "s", leaf.Refs["ref"], "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := jcsDigest(t, n); leaf.Digest != want {
+				t.Errorf("node leaf %d digest %s, want %s of %s", l.Index, leaf.Digest, want, leaf.Refs["ref"])
+			}
+		case kura.EventContextCompiled:
+			if leaf.Refs["bundle_id"] != bundle.BundleID || leaf.Digest != bundle.Digest {
+				t.Errorf("bundle leaf %d digest %s refs %v, want the bundle's digest %s", l.Index, leaf.Digest, leaf.Refs, bundle.Digest)
+			}
+		case kura.EventRecordRedacted:
+			rd := redacted.Redaction
+			want := jcsDigest(t, map[string]string{"record_id": red.ID, "seal": red.Seal, "by": rd.By, "reason": rd.Reason, "at": rd.At})
+			if leaf.Refs["record_id"] != red.ID || leaf.Digest != want {
+				t.Errorf("redaction leaf %d digest %s, want %s", l.Index, leaf.Digest, want)
+			}
 		}
 	}
-	for _, typ := range []string{kura.EventRecordWritten, kura.EventLedgerWritten, kura.EventSessionHead, kura.EventTurnOpened, kura.EventTurnComplete} {
+	for _, typ := range []string{kura.EventRecordWritten, kura.EventLedgerWritten, kura.EventSessionHead, kura.EventTurnOpened, kura.EventTurnComplete,
+		kura.EventKBChanged, "memory.node", kura.EventContextCompiled, kura.EventRecordRedacted} {
 		if !seen[typ] {
 			t.Errorf("no %s leaf", typ)
 		}
 	}
+}
+
+// jcsDigest is hex SHA-256 of the RFC 8785 form of v, as encoding/json
+// writes it: the digest docs/log.md gives an object's event.
+func jcsDigest(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kurahash.Canonical(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kurahash.SumHex(c)
 }
 
 func TestLog_ProofsCheckWithTlog(t *testing.T) {

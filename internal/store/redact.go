@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/kurahash"
 )
 
 const (
@@ -22,8 +23,9 @@ const (
 // RedactRecord drops the content of record id for good: records.content
 // becomes NULL, while content_hash, hash and seal stay, so every ledger
 // holding the record still verifies. by (the caller's identity) and reason
-// are kept in the redactions table and a record.redacted event (ids only)
-// is appended, all in one transaction. Redacting a redacted record writes
+// are kept in the redactions table and a record.redacted event (ids only;
+// its leaf's digest commits to the redaction) is appended, all in one
+// transaction. Redacting a redacted record writes
 // nothing and answers the first redaction (AlreadyRedacted set).
 //
 // After the commit, backups still running are abandoned (their snapshot
@@ -69,11 +71,18 @@ func (db *DB) RedactRecord(ctx context.Context, id, by string, in *kura.RedactIn
 		if pid := rec.Meta()["project_id"]; kura.ValidSlug(pid) {
 			project = pid
 		}
-		if err := tx.AddEvent(kura.EventRecordRedacted, project, map[string]string{"record_id": id}, rec.Seal); err != nil {
+		// The leaf commits to the redaction itself, not only to the
+		// record's seal (which the redaction leaves as it was): an edited
+		// who, why or when no longer hashes to it (scanLeafEvent).
+		at := tx.NowString()
+		digest, err := kurahash.RedactionDigest(kurahash.Redaction{RecordID: id, Seal: rec.Seal, By: by, Reason: in.Reason, At: at})
+		if err != nil {
+			return err
+		}
+		if err := tx.AddEvent(kura.EventRecordRedacted, project, map[string]string{"record_id": id}, digest); err != nil {
 			return err
 		}
 		seq := tx.events[len(tx.events)-1].Seq
-		at := tx.NowString()
 		if _, err := tx.Exec(qInsertRedaction, id, by, in.Reason, at, seq); err != nil {
 			return err
 		}
