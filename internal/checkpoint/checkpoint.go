@@ -26,6 +26,11 @@ import (
 // Log is what the checkpointer needs from the store.
 type Log interface {
 	Log() kura.LogHead
+	// LogCaughtUp is Log once this instance knows every leaf any instance
+	// sharing its database committed (on one SQLite file: Log): a
+	// witness following another instance may hold a larger tree than this
+	// one has read yet, which is no rollback.
+	LogCaughtUp(ctx context.Context) (kura.LogHead, error)
 	LogOrigin() string
 	LogTreeHash(ctx context.Context, size int64) (tlog.Hash, error)
 	LogAcknowledged(ctx context.Context, origin string, size int64, root string) (bool, error)

@@ -179,7 +179,13 @@ func (c *Checkpointer) CheckWitnesses(ctx context.Context) {
 		var found []kura.LogConflict
 		var got *witnessed
 		list, err := c.fetch(ctx, url)
-		origin, head := c.cfg.Log.LogOrigin(), c.cfg.Log.Log()
+		// The log's size after the witness answered: it only grows, and a
+		// witness may have cosigned what was written while it answered.
+		head, herr := c.cfg.Log.LogCaughtUp(ctx)
+		if herr != nil {
+			head = c.cfg.Log.Log()
+		}
+		origin := c.cfg.Log.LogOrigin()
 		if err != nil {
 			st.State, st.Error = "unreachable", err.Error()
 			c.log.Warn("witness unreachable", "witness", url, "err", err)

@@ -6,9 +6,11 @@ package scaleout_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	"github.com/kura-memory/kura/internal/kuradtest"
 	"github.com/kura-memory/kura/internal/pgtest"
 	"github.com/kura-memory/kura/internal/testwait"
+	"github.com/kura-memory/kura/internal/witness"
 	"github.com/nats-io/nats.go"
 )
 
@@ -552,4 +555,71 @@ func checkpointBody(t *testing.T, d *kuradtest.Daemon) string {
 		t.Fatalf("checkpoint of %s: %d %q", d.BaseURL(), r.StatusCode, b)
 	}
 	return string(b)
+}
+
+// TestScaleOut_WitnessFollowingTheOtherKurad: both kurads of one database
+// name a witness that follows kurad a alone. Its cosigned tree runs ahead
+// of what b has read of the shared log (b sees a's leaves only under the
+// write lock), which is no rollback: b, idle while a takes writes, must
+// stay ready and keep accepting writes.
+func TestScaleOut_WitnessFollowingTheOtherKurad(t *testing.T) {
+	url := pgtest.URL(t)
+	key := filepath.Join(t.TempDir(), "kurad.key")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aAddr := ln.Addr().String()
+	ln.Close()
+	w, err := witness.New(witness.Config{StateDir: t.TempDir(), Listen: "127.0.0.1:0",
+		Logs: []witness.Log{{URL: "http://" + aAddr}}, Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	node := func(addr string) *kuradtest.Daemon {
+		return kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) {
+			c.DatabaseURL, c.KeyFile, c.ReadPool = url, key, 3
+			if addr != "" {
+				c.HTTPAddr = addr
+			}
+			c.Witnesses, c.WitnessPoll = []string{"http://" + w.Addr()}, 100*time.Millisecond
+		}})
+	}
+	a, b := node(aAddr), node("")
+	logState := func(d *kuradtest.Daemon) string {
+		_, info := call(t, d, "GET", "/v1/info", "")
+		l, _ := info["log"].(map[string]any)
+		s, _ := l["state"].(string)
+		return s
+	}
+	for _, d := range []*kuradtest.Daemon{a, b} {
+		mustCall(t, d, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"first_on":"`+d.BaseURL()+`"}}`, 201)
+		testwait.For(t, testwait.Default, "the log of "+d.BaseURL()+" witnessed", func() bool { return logState(d) == "ok" })
+	}
+	// Writes on a for two seconds; b is asked about its log meanwhile.
+	end := time.Now().Add(2 * time.Second)
+	for i := 0; time.Now().Before(end); i++ {
+		mustCall(t, a, "POST", "/v1/records", fmt.Sprintf(`{"type":"agent.thought","author_id":"agent:bmo","content":{"on_a":%d}}`, i), 201)
+		if s := logState(b); s != "ok" {
+			t.Fatalf("b's log state %q while the witness follows a: %v", s, call2(t, b))
+		}
+	}
+	mustCall(t, b, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"b still writes"}}`, 201)
+	if st, _ := call(t, b, "GET", "/readyz", ""); st != 200 {
+		t.Fatalf("b /readyz %d, want 200", st)
+	}
+}
+
+// call2 is b's /v1/info log section, for a failure message.
+func call2(t *testing.T, d *kuradtest.Daemon) any {
+	_, info := call(t, d, "GET", "/v1/info", "")
+	return info["log"]
 }

@@ -473,6 +473,28 @@ func (db *DB) logCommitted() {
 	db.logs.head.Store(&LogHead{Size: db.logs.size, Root: [32]byte(root)})
 }
 
+// LogCaughtUp returns the tree once this instance has read every leaf any
+// instance sharing its PostgreSQL database committed: another kurad's
+// newest leaves reach this one's tree only under the write lock (the
+// poller brings them within pgPollInterval), and a witness following that
+// kurad must not be judged against a tree that is merely behind. On
+// SQLite, and with the log off, it is Log.
+func (db *DB) LogCaughtUp(ctx context.Context) (LogHead, error) {
+	if db.pg == nil || db.logs.off {
+		return db.Log(), nil
+	}
+	var seq sql.NullInt64
+	if err := db.rdb.QueryRowContext(ctx, qMaxEventSeq).Scan(&seq); err != nil {
+		return db.Log(), mapErr(err)
+	}
+	if seq.Int64 > db.Log().Size {
+		if err := db.Update(ctx, func(*Tx) error { return nil }); err != nil {
+			return db.Log(), err
+		}
+	}
+	return db.Log(), nil
+}
+
 // Log returns the tree as of the last commit.
 func (db *DB) Log() LogHead {
 	if h := db.logs.head.Load(); h != nil {
