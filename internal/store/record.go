@@ -119,15 +119,24 @@ const (
 // hash (Deduplicated set). A new record gets a UUIDv7 id, tx's time and its
 // record.written event.
 func (tx *Tx) InsertRecord(p *PreparedRecord) (*kura.Record, error) {
-	id := uuid.Must(uuid.NewV7()).String()
-	at := tx.NowString()
-	seal := kurahash.SealWithMetadataHash(p.Hash, p.MetadataHash, at)
-	res, err := tx.Exec(qInsertRecord,
-		id, p.Hash, p.ContentHash, seal, p.Type, string(p.Content), p.AuthorID, string(p.MetadataJSON), at)
-	if err != nil {
-		return nil, err
+	var id, at, seal string
+	inserted := false
+	if r := tx.takePre(p); r != nil {
+		// Written ahead with the batch's other records (record_batch.go).
+		id, at, seal, inserted = r.id, r.at, r.seal, r.inserted
+	} else {
+		id = uuid.Must(uuid.NewV7()).String()
+		at = tx.NowString()
+		seal = kurahash.SealWithMetadataHash(p.Hash, p.MetadataHash, at)
+		res, err := tx.Exec(qInsertRecord,
+			id, p.Hash, p.ContentHash, seal, p.Type, string(p.Content), p.AuthorID, string(p.MetadataJSON), at)
+		if err != nil {
+			return nil, err
+		}
+		n, _ := res.RowsAffected()
+		inserted = n > 0
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if !inserted {
 		r, err := scanRecord(tx.QueryRow(qRecordByHash, p.Hash))
 		if err != nil {
 			return nil, err
@@ -176,7 +185,7 @@ func (db *DB) CreateRecordFor(ctx context.Context, in *kura.RecordInput, project
 		return nil, err
 	}
 	var out *kura.Record
-	err = db.writeLockFree(ctx, opts, func(tx *Tx) error {
+	err = db.writeLockFree(ctx, opts, []*PreparedRecord{p}, func(tx *Tx) error {
 		var err error
 		if out, err = tx.InsertRecord(p); err != nil {
 			return err
@@ -204,7 +213,7 @@ func (db *DB) CreateRecordsFor(ctx context.Context, ins []kura.RecordInput, proj
 		ps[i] = p
 	}
 	out := make([]kura.Record, len(ps))
-	err := db.writeLockFree(ctx, opts, func(tx *Tx) error {
+	err := db.writeLockFree(ctx, opts, ps, func(tx *Tx) error {
 		for i, p := range ps {
 			r, err := tx.InsertRecord(p)
 			if err != nil {

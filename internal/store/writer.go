@@ -26,6 +26,10 @@ type job struct {
 	// change the outcome of (writeLockFree): on PostgreSQL it runs before
 	// the batch takes the write lock the instances share.
 	lockFree bool
+	// records are what a lock-free job inserts with InsertRecord, in
+	// order: on PostgreSQL the batch writes them ahead, together
+	// (record_batch.go).
+	records []*PreparedRecord
 }
 
 // Tx is what a write job sees: the shared transaction, the job's clock
@@ -41,6 +45,9 @@ type Tx struct {
 	// nodeText are the nodes whose searchable text this job wrote, indexed
 	// once for the whole batch just before it commits (search_index.go).
 	nodeText []int64
+	// pre are the records written ahead for this job's InsertRecord
+	// calls, in order (record_batch.go).
+	pre []*preRecord
 	// seqs, on PostgreSQL, numbers the batch's events in Go (the write
 	// lock makes the numbers this batch's alone); their rows are written
 	// together before the commit (pgInsertEvents) instead of one round
@@ -208,11 +215,14 @@ func (db *DB) write(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) e
 // change what such a job does, so on PostgreSQL it runs before its batch
 // waits for the write lock: the instances' record inserts overlap, and
 // only numbering the events, the log and the commit take turns.
-func (db *DB) writeLockFree(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) error) error {
+//
+// records are the records fn inserts with InsertRecord, in order.
+func (db *DB) writeLockFree(ctx context.Context, opts []kura.WriteOption, records []*PreparedRecord, fn func(*Tx) error) error {
 	if err := db.writeGate(); err != nil {
 		return err
 	}
-	return db.enqueue(&job{ctx: ctx, idem: kura.ApplyWriteOptions(opts).Idempotency, fn: fn, done: make(chan error, 1), lockFree: true})
+	return db.enqueue(&job{ctx: ctx, idem: kura.ApplyWriteOptions(opts).Idempotency, fn: fn, done: make(chan error, 1),
+		lockFree: true, records: records})
 }
 
 func (db *DB) writeUngated(ctx context.Context, opts []kura.WriteOption, own bool, fn func(*Tx) error) error {
@@ -402,9 +412,31 @@ func (db *DB) runOnce(batch []*job, savepoints, retry bool) (done, again bool) {
 	// A lone job needs no savepoint: if it fails, the whole transaction is
 	// rolled back anyway.
 	savepoints = savepoints && len(batch) > 1
+	// ahead are the lock-free jobs' transactions on PostgreSQL, their
+	// records written ahead, together (record_batch.go): each such job
+	// runs whatever its caller's ctx says, its rows being in already.
+	ahead := make([]*Tx, len(batch))
+	if db.pg != nil && !savepoints {
+		for i, j := range batch {
+			if j.lockFree && len(j.records) > 0 && j.ctx.Err() == nil {
+				ahead[i] = &Tx{db: db, tx: sqlTx, ctx: ctx, idem: j.idem, now: db.now(), bound: bound, seqs: seqs}
+			}
+		}
+		if err := db.preinsertRecords(ctx, sqlTx, batch, ahead); err != nil {
+			sqlTx.Rollback()
+			switch {
+			case retry && isLockWaitBroken(err):
+				return false, true
+			case len(batch) > 1:
+				return false, false // run again with savepoints, one insert a record
+			}
+			db.failAll(batch, start, db.writeErr(err))
+			return true, false
+		}
+	}
 	for _, i := range db.lockFreeFirst(batch) {
 		j := batch[i]
-		if j.ctx.Err() != nil {
+		if j.ctx.Err() != nil && ahead[i] == nil {
 			results[i] = mapErr(j.ctx.Err())
 			continue
 		}
@@ -413,7 +445,10 @@ func (db *DB) runOnce(batch []*job, savepoints, retry bool) (done, again bool) {
 				return lockFailed(err)
 			}
 		}
-		tx := &Tx{db: db, tx: sqlTx, ctx: ctx, idem: j.idem, now: db.now(), bound: bound, seqs: seqs}
+		tx := ahead[i]
+		if tx == nil {
+			tx = &Tx{db: db, tx: sqlTx, ctx: ctx, idem: j.idem, now: db.now(), bound: bound, seqs: seqs}
+		}
 		var mark int64
 		if seqs != nil {
 			mark = seqs.next
