@@ -21,20 +21,8 @@ func dockerfileFroms(t *testing.T, text string) []string {
 	t.Helper()
 	var froms []string
 	stages := map[string]bool{}
-	var logical strings.Builder
-	for _, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "#") {
-			continue
-		}
-		if cont, ok := strings.CutSuffix(trimmed, "\\"); ok {
-			logical.WriteString(cont + " ")
-			continue
-		}
-		logical.WriteString(trimmed)
-		fields := strings.Fields(logical.String())
-		logical.Reset()
-		if len(fields) == 0 || !strings.EqualFold(fields[0], "FROM") {
+	for _, fields := range dockerfileLines(text) {
+		if !strings.EqualFold(fields[0], "FROM") {
 			continue
 		}
 		args := fields[1:]
@@ -42,7 +30,7 @@ func dockerfileFroms(t *testing.T, text string) []string {
 			args = args[1:]
 		}
 		if len(args) == 0 {
-			t.Fatalf("got %q, want FROM with an image", line)
+			t.Fatalf("got %q, want FROM with an image", strings.Join(fields, " "))
 		}
 		if !stages[strings.ToLower(args[0])] {
 			froms = append(froms, args[0])
