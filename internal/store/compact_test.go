@@ -47,7 +47,7 @@ func mustHistory(t *testing.T, db *store.DB) *kura.Session {
 func TestStore_CompactEvents(t *testing.T) {
 	t.Parallel()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	db := mustOpenAt(t, path, key)
 	ctx := context.Background()
 	s := mustHistory(t, db)

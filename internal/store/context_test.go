@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 
 func openWithClock(tb testing.TB, c *clock) *store.DB {
 	tb.Helper()
-	return openAt(tb, filepath.Join(tb.TempDir(), "kura.db"), nil, c)
+	return openAt(tb, migratedFile(tb), nil, c)
 }
 
 type bundle struct {

@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +34,7 @@ type embedStore struct {
 func openEmbedStore(t *testing.T, srv *embedtest.Server, path, model string, key ed25519.PrivateKey, opts ...func(*store.EmbedWorkerConfig)) *embedStore {
 	t.Helper()
 	if path == "" {
-		path = filepath.Join(t.TempDir(), "kura.db")
+		path = migratedFile(t)
 	}
 	if key == nil {
 		_, key, _ = ed25519.GenerateKey(rand.Reader)
@@ -267,7 +266,7 @@ func TestEmbed_ModelChangeReembeds(t *testing.T) {
 	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	db := openEmbedStore(t, srv, path, "m1", key)
 	putNode(t, db.DB, "acme", "fact", "a", "Car", "the car needs new tyres")
 	putNode(t, db.DB, "acme", "fact", "b", "Doctor", "see the doctor on friday")

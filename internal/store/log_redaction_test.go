@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"path/filepath"
 	"testing"
 
 	"github.com/kura-memory/kura/internal/kura"
@@ -50,7 +49,7 @@ func leafAt(t *testing.T, db *store.DB, seq int64) *kurahash.LogLeaf {
 // leaf held only the seal, which a redaction leaves as it was.
 func TestLog_RedactionLeafCommitsToTheRedaction(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	db := mustOpenAt(t, path, nil)
 	r, rd := redactedLeaf(t, db)
 	want, err := kurahash.RedactionDigest(kurahash.Redaction{RecordID: r.ID, Seal: r.Seal, By: "user:admin", Reason: "personal data", At: rd.At})
@@ -88,7 +87,7 @@ func TestLog_RedactionLeafOfAnOlderKuradKeepsTheSeal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	off := store.New(store.Config{Path: path, Signer: key, LogOff: true})
 	if err := off.Open(ctx); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -273,7 +272,7 @@ func TestLog_ReopenBackfillAndCompaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	db := mustOpenAt(t, path, key)
 	mustRecords(t, db, 5)
 	before := db.Log()

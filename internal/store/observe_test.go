@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +19,7 @@ import (
 func quietStore(t *testing.T) *store.DB {
 	t.Helper()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	db := store.New(store.Config{Path: filepath.Join(t.TempDir(), "kura.db"), Signer: key, SweepInterval: time.Hour})
+	db := store.New(store.Config{Path: migratedFile(t), Signer: key, SweepInterval: time.Hour})
 	if err := db.Open(context.Background()); err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -80,7 +80,7 @@ func bigLedgerWithSecret(t *testing.T, db *store.DB, n int) (ledgerID, recordID,
 func TestStore_RedactPurgesWhileAClientStalls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := store.New(store.Config{Path: path, Signer: key, RedactPurgeWait: 3 * time.Second})
 	if err := db.Open(ctx); err != nil {
@@ -145,7 +145,7 @@ func TestStore_RedactPurgesWhileAClientStalls(t *testing.T) {
 // reader lets go the marker leaves the files and the purge completes.
 func TestStore_RedactPurgePendingThenDone(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := store.New(store.Config{Path: path, Signer: key, RedactPurgeWait: 500 * time.Millisecond})
 	if err := db.Open(ctx); err != nil {
@@ -191,7 +191,7 @@ func TestStore_RedactPurgePendingThenDone(t *testing.T) {
 func TestStore_RedactionAbandonsRunningBackups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := store.New(store.Config{Path: path, Signer: key})
 	if err := db.Open(ctx); err != nil {

@@ -51,7 +51,7 @@ func TestStore_RedactRecord(t *testing.T) {
 	}{{"Small", 0}, {"Overflow", 12000}} { // beyond one page: overflow pages
 		t.Run(size.name, func(t *testing.T) {
 			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "kura.db")
+			path := migratedFile(t)
 			db := mustOpenAt(t, path, nil)
 			nonce := make([]byte, 8)
 			rand.Read(nonce)
@@ -247,7 +247,7 @@ func TestStore_RedactRecord(t *testing.T) {
 func TestStore_RedactedRecordSurvivesReopen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	key := newKey(t)
 	db := store.New(store.Config{Path: path, Signer: key})
 	if err := db.Open(ctx); err != nil {

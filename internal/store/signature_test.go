@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -158,7 +157,7 @@ func TestStore_SignaturesCatchWhatHashesCannot(t *testing.T) {
 		chain   []string // ledger ids, head first
 	}
 	open := func(t *testing.T) setup {
-		path := filepath.Join(t.TempDir(), "kura.db")
+		path := migratedFile(t)
 		db := mustOpenAt(t, path, nil)
 		s, target := twoTurnSession(t, db, "original")
 		v, err := db.VerifySession(ctx, s.ID, "")

@@ -412,6 +412,35 @@ func (db *DB) migrate(ctx context.Context) error {
 	}, "file", filepath.Base(db.cfg.Path))
 }
 
+// Migrate creates the SQLite database at path, or brings it up to
+// SchemaVersion, and closes it: the migrations Open runs first, and nothing
+// else (no log origin, no key, no writer). The tests' helpers migrate one
+// file this way and copy it for every store they open: under the race
+// detector the migrations are about half the cost of opening a new store.
+func Migrate(ctx context.Context, path string) error {
+	db := New(Config{Path: path})
+	if err := securePermissions(path, db.log); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := checkSchemaVersion(ctx, path); err != nil {
+		return err
+	}
+	wdb, err := sql.Open("sqlite", dsn(path, roleWrite, "FULL"))
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer wdb.Close()
+	wdb.SetMaxOpenConns(1)
+	db.wdb = wdb
+	if err := db.migrate(ctx); err != nil {
+		return err
+	}
+	if _, err := wdb.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		return fmt.Errorf("migrate: checkpoint: %w", err)
+	}
+	return wdb.Close()
+}
+
 // applyMigrations runs the embedded migrations (glob, in name order) past
 // version from, each in a transaction of its own with stamp, which records
 // its version number there; logged with the attrs naming the database.

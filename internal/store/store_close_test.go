@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +21,7 @@ import (
 func TestStore_CloseTimeoutReleases(t *testing.T) {
 	ctx := context.Background()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	db := store.New(store.Config{Path: filepath.Join(t.TempDir(), "kura.db"), Signer: key})
+	db := store.New(store.Config{Path: migratedFile(t), Signer: key})
 	if err := db.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +78,7 @@ func TestStore_CloseTwice(t *testing.T) {
 func TestStore_ConstraintErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	db := mustOpenAt(t, path, nil)
 	// raw runs a statement outside the store, in a transaction it rolls
 	// back, to show which constraint it breaks.

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +20,7 @@ import (
 // truncations within a time window, which other tests' load would stretch.
 func TestWAL_BoundedUnderSustainedWrites(t *testing.T) {
 	const limit = 200 // frames
-	path := filepath.Join(t.TempDir(), "kura.db")
+	path := migratedFile(t)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := store.New(store.Config{Path: path, Signer: key, WALTruncateFrames: limit, CheckpointInterval: 10 * time.Millisecond})
 	if err := db.Open(context.Background()); err != nil {
