@@ -6,7 +6,9 @@ package kuradtest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -78,6 +80,54 @@ type Options struct {
 	// Store pins the daemon to one store (a test of SQLite's files or of
 	// a SQLite backup); "" is the binary's store (KURA_TEST_STORE).
 	Store string
+	// NewDatabase starts a SQLite kurad on a data directory without
+	// kura.db, so that it creates and migrates one itself. By default it
+	// finds a copy of a database the migrations made once per test binary
+	// (seedSQLite).
+	NewDatabase bool
+}
+
+// migrated is kura.db as store.Migrate leaves it, made once per test
+// binary.
+var migrated struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// seedSQLite puts a copy of the migrated database into dataDir when it has
+// none, so that the daemon opens it as at any restart: the schema in
+// place, nothing to migrate. Under -race the migrations are about half of
+// a kurad's start, and the tests start a few hundred. A directory that
+// already holds a database (a restart), or that does not exist yet, is
+// left as it is.
+func seedSQLite(tb testing.TB, dataDir string) {
+	tb.Helper()
+	path := filepath.Join(dataDir, "kura.db")
+	if _, err := os.Stat(dataDir); err != nil {
+		return
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	migrated.once.Do(func() {
+		dir, err := os.MkdirTemp("", "kuradtest-migrated-")
+		if err != nil {
+			migrated.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		p := filepath.Join(dir, "kura.db")
+		if migrated.err = store.Migrate(context.Background(), p); migrated.err == nil {
+			migrated.b, migrated.err = os.ReadFile(p)
+		}
+	})
+	if migrated.err != nil {
+		tb.Fatalf("migrate a database to copy: %v", migrated.err)
+	}
+	if err := os.WriteFile(path, migrated.b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // Clock is a store clock a test moves instead of sleeping: it runs with
@@ -137,6 +187,9 @@ func StartMain(tb testing.TB, o Options) *Daemon {
 		store = Store()
 	}
 	Stores[store](tb, &cfg)
+	if cfg.DatabaseURL == "" && !o.NewDatabase {
+		seedSQLite(tb, cfg.DataDir)
+	}
 	if err := cfg.Validate(); err != nil {
 		tb.Fatalf("kuradtest config: %v", err)
 	}
