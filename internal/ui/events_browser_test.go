@@ -19,6 +19,7 @@ func writeRecord(t *testing.T, base, project, text string) string {
 // page is open and waits for its event to appear with seq, type, project
 // and a link to the record; paused, a new event waits until resumed.
 func TestConsole_EventsLive(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	writeRecord(t, base, "hashi", "before the page")
 	p := openConsole(t, base, "/events")
@@ -51,6 +52,7 @@ func TestConsole_EventsLive(t *testing.T) {
 // TestConsole_EventsFilter filters by project: another project's event,
 // written first, never shows, while the project's own does.
 func TestConsole_EventsFilter(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	p := openConsole(t, base, "/events")
 	p.waitFor(`document.querySelector("#ev-status")?.textContent.includes("live")`)

@@ -22,6 +22,7 @@ func knowledge(t *testing.T, base string) {
 // count, ranks a misspelt question with its score and reasons, and shows
 // the lookup text a model would get.
 func TestConsole_KBEntriesSearchLookup(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	knowledge(t, base)
 	p := openConsole(t, base, "/kb/knowledge")
@@ -59,6 +60,7 @@ func TestConsole_KBEntriesSearchLookup(t *testing.T) {
 // TestConsole_KBEntryHistory opens an entry from the list and finds every
 // version, then a deleted entry's tombstone.
 func TestConsole_KBEntryHistory(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	knowledge(t, base)
 	p := openConsole(t, base, "/kb/knowledge")

@@ -51,6 +51,7 @@ func prove(p *page, recordID, override string) (bool, string) {
 // five: left, right and carried-up nodes) checks in the browser, and a
 // doctored proof is reported as failing.
 func TestConsole_Ledger(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	parent, _ := seedLedger(t, base, "parent", 1)
 	id, recs := seedLedger(t, base, "five", 5, parent)
@@ -103,6 +104,7 @@ func TestConsole_Ledger(t *testing.T) {
 // TestConsole_LedgerDiff: the diff against another ledger lists what was
 // added and removed, and the count in common.
 func TestConsole_LedgerDiff(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	a, ra := seedLedger(t, base, "a", 2)
 	r := postJSON(t, base, "/v1/records", `{"type":"agent.thought","content":"only in b","author_id":"agent:bmo"}`, http.StatusCreated)

@@ -29,6 +29,7 @@ func checkpoint(t *testing.T, base string) []string {
 // as GET /v1/log/checkpoint serves them, kurad's signature line, and the
 // log's state with no witness configured.
 func TestConsole_LogCheckpoint(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	writeRecord(t, base, "hashi", "one")
 	writeRecord(t, base, "hashi", "two")
@@ -54,6 +55,7 @@ func TestConsole_LogCheckpoint(t *testing.T) {
 
 // TestConsole_LogOff says the log is off when kurad runs without it.
 func TestConsole_LogOff(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) { c.LogOff = true }})
 	p := openConsole(t, d.BaseURL(), "/log")
 	p.waitFor(`document.querySelector("#log-state") !== null`)

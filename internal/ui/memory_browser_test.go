@@ -30,6 +30,7 @@ func memoryScope(t *testing.T, base string) {
 // TestConsole_MemoryNodes lists a scope's nodes with their lifecycle and
 // authority as badges, and opens one node's versions and relations.
 func TestConsole_MemoryNodes(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	memoryScope(t, base)
 	p := openConsole(t, base, "/memory/hashi")
@@ -70,6 +71,7 @@ func TestConsole_MemoryNodes(t *testing.T) {
 // TestConsole_MemorySearchReasons searches a scope and shows the ranked
 // result with the fields and words that matched, and its score.
 func TestConsole_MemorySearchReasons(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	memoryScope(t, base)
 	p := openConsole(t, base, "/memory/hashi")
@@ -93,6 +95,7 @@ func TestConsole_MemorySearchReasons(t *testing.T) {
 // TestConsole_MemoryPreviewBuckets previews admission: each node lands in
 // the bucket the admission rules give it, with its reason.
 func TestConsole_MemoryPreviewBuckets(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	memoryScope(t, base)
 	p := openConsole(t, base, "/memory/hashi")
@@ -117,6 +120,7 @@ func TestConsole_MemoryPreviewBuckets(t *testing.T) {
 // TestConsole_MemoryScopes offers the scopes of sessions and the scopes
 // opened before (kept in localStorage, names only).
 func TestConsole_MemoryScopes(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	postJSON(t, base, "/v1/sessions", `{"project":"hashi","name":"morning"}`, http.StatusCreated)
 	p := openConsole(t, base, "/memory")

@@ -74,6 +74,7 @@ func edgesThroughVertices(p *page) []string {
 // directions) and from the record at the root (forward only, where the
 // diamond's lower corner is reached by two paths).
 func TestConsole_ProvenanceDrawsEveryNodeOnce(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	id := lineage(t, base)
 	rec := "record:" + id
@@ -147,6 +148,7 @@ func TestConsole_ProvenanceDrawsEveryNodeOnce(t *testing.T) {
 //	        ├────────────────┘                 │
 //	        └──────────────────────────────────┘
 func TestConsole_ProvenanceSkipLayerEdges(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	rec := postJSON(t, base, "/v1/records", `{"type":"agent.thought","content":"REST answers in 2 ms p99","author_id":"agent:bmo"}`, http.StatusCreated)
 	r := "record:" + rec["id"].(string)

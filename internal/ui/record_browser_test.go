@@ -11,6 +11,7 @@ import (
 // record's hash as text, with its type, author, content_hash, seal,
 // metadata and content, and the hashes recomputed in the browser match.
 func TestConsole_RecordShowsHash(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	r := postJSON(t, base, "/v1/records", `{"type":"agent.thought","content":{"text":"REST feels clean","n":1.5},
 		"author_id":"agent:bmo","metadata":{"project_id":"hashi","trace_id":"t-1"}}`, http.StatusCreated)
@@ -33,6 +34,7 @@ func TestConsole_RecordShowsHash(t *testing.T) {
 // TestConsole_RecordRedacted: a redacted record says so, shows no
 // content, keeps its hashes, and still checks (content_hash as stored).
 func TestConsole_RecordRedacted(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	r := postJSON(t, base, "/v1/records", `{"type":"memory.fact","content":{"key":"sk-leaked-secret"},"author_id":"agent:bmo"}`, http.StatusCreated)
 	postJSON(t, base, "/v1/records/"+r["id"].(string)+"/redact", `{"reason":"leaked an API key"}`, http.StatusOK)

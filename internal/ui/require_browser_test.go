@@ -13,6 +13,7 @@ import (
 // they fail. The test runs its own binary as a child with KURA_CHROMIUM
 // naming a browser that is not there.
 func TestConsole_RequireChromium(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("KURA_TEST_NEED_BROWSER_CHILD") == "1" {
 		needBrowser(t)
 		return

@@ -45,6 +45,7 @@ func get(t *testing.T, url string, hdr map[string]string) (*http.Response, []byt
 // for, 304 on a matching ETag, 404 for a name that is not there, and /ui
 // sent to /ui/.
 func TestServe_Files(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 
 	resp, body := get(t, base+"/ui/", nil)
@@ -103,6 +104,7 @@ func TestServe_Files(t *testing.T) {
 // TestServe_Size holds the console to its budget: at most 300 KB gzipped
 // in all, so a Pi serves it quickly and kurad's binary barely grows.
 func TestServe_Size(t *testing.T) {
+	t.Parallel()
 	raw, gz := ui.Sizes()
 	var r, z int
 	for p := range raw {
@@ -121,6 +123,7 @@ func TestServe_Size(t *testing.T) {
 // TestServe_TokenMode: with tokens the page itself needs none (it holds no
 // data), while the API it calls still refuses a caller without one.
 func TestServe_TokenMode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(file, []byte(auth.HashToken("console-admin-token-0123456789")+" user:root admin * *\n"), 0o600); err != nil {

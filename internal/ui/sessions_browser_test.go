@@ -83,6 +83,7 @@ func shownLedgers(p *page) []string {
 // element (the same set as the API's session log), grouped by turn with
 // the head moves, and data-kura-verify="ok".
 func TestConsole_SessionChainVerified(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	c := seedSession(t, base, "", "hashi", "morning", 2)
 	want := chainIDs(t, base, "", c.session)
@@ -154,6 +155,7 @@ func tamper(t *testing.T, d *kuradtest.Daemon, recordID string) {
 // it and a fresh load of the session view shows data-kura-verify="failed",
 // with the problem and the ledger it concerns.
 func TestConsole_SessionTamperedFails(t *testing.T) {
+	t.Parallel()
 	d := kuradtest.StartMain(t, kuradtest.Options{})
 	base := d.BaseURL()
 	c := seedSession(t, base, "", "hashi", "evening", 2)
@@ -186,6 +188,7 @@ func TestConsole_SessionTamperedFails(t *testing.T) {
 
 // TestConsole_SessionsListByProject: the list filters by project and pages.
 func TestConsole_SessionsListByProject(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	for _, s := range []string{"hashi/a", "hashi/b", "other/c"} {
 		pn := strings.SplitN(s, "/", 2)
@@ -203,6 +206,7 @@ func TestConsole_SessionsListByProject(t *testing.T) {
 // TestConsole_SessionOnPhone: at a 390-px-wide viewport the session view
 // (long hashes, ids and labels included) does not scroll sideways.
 func TestConsole_SessionOnPhone(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	c := seedSession(t, base, "", "hashi", "a-rather-long-session-name-for-a-phone-screen", 2)
 	p := openConsole(t, base, "/sessions")

@@ -11,6 +11,7 @@ import (
 // and finds both listed, with no script error, CSP violation or request
 // to another origin on the way.
 func TestConsole_SessionsList(t *testing.T) {
+	t.Parallel()
 	base := kuradtest.Start(t)
 	for _, name := range []string{"morning", "evening"} {
 		postJSON(t, base, "/v1/sessions", `{"project":"hashi","name":"`+name+`"}`, http.StatusCreated)

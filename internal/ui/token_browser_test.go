@@ -19,6 +19,7 @@ import (
 // dialog, the token is kept in sessionStorage only, and the view renders
 // the chain with every call carrying it.
 func TestConsole_TokenMode(t *testing.T) {
+	t.Parallel()
 	const token = "console-reader-token-0123456789abcdef"
 	file := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(file, []byte(auth.HashToken(token)+" user:oles admin * *\n"), 0o600); err != nil {

@@ -81,6 +81,7 @@ type tsResult struct {
 // use the Async ones. The page's problems (exceptions, console errors,
 // requests to another origin) fail the test, as for the console.
 func TestBrowser_TypeScriptClient(t *testing.T) {
+	t.Parallel()
 	dist := tsDist(t)
 	base := kuradtest.Start(t)
 	c := seedSession(t, base, "", "hashi", "browser", 2)
