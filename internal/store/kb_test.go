@@ -448,7 +448,7 @@ func TestKB_MatchesBruteForce(t *testing.T) {
 			t.Parallel()
 			db := MustOpenStore(t)
 			db.SetKBCacheMin(tc.cacheMin)
-			testKBMatchesBruteForce(t, db)
+			testKBMatchesBruteForce(t, db, tc.name == "sql")
 			if hits := db.KBCacheHits(); (tc.cacheMin == 1) != (hits > 0) {
 				t.Fatalf("%d answers from cached postings", hits)
 			}
@@ -456,7 +456,11 @@ func TestKB_MatchesBruteForce(t *testing.T) {
 	}
 }
 
-func testKBMatchesBruteForce(t *testing.T, db *store.DB) {
+// checkDrift compares the indexes with what the entries imply after every
+// round. Only the SQL plan's run does: both runs make the same writes from
+// the same seed, and the cached plan only reads (kbcache.go), so the other
+// run's indexes are the same ones; the check was a third of its time.
+func testKBMatchesBruteForce(t *testing.T, db *store.DB, checkDrift bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 5))
 	w := kbtest.Workload{R: rng}
@@ -545,6 +549,9 @@ func testKBMatchesBruteForce(t *testing.T, db *store.DB) {
 			}
 		}
 		check(round)
+		if !checkDrift {
+			continue
+		}
 		if drift, err := db.KBIndexDrift(); err != nil || len(drift) > 0 {
 			t.Fatalf("round %d: the indexes are not what the entries imply (%v):\n%s", round, err, strings.Join(drift, "\n"))
 		}
