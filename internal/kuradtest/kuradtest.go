@@ -17,6 +17,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/pgtest"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 )
 
@@ -87,20 +88,6 @@ type Options struct {
 	NewDatabase bool
 }
 
-// migrated is kura.db as store.Migrate leaves it, made once per test
-// binary.
-var migrated struct {
-	once sync.Once
-	b    []byte
-	err  error
-}
-
-// seedSQLite puts a copy of the migrated database into dataDir when it has
-// none, so that the daemon opens it as at any restart: the schema in
-// place, nothing to migrate. Under -race the migrations are about half of
-// a kurad's start, and the tests start a few hundred. A directory that
-// already holds a database (a restart), or that does not exist yet, is
-// left as it is.
 func seedSQLite(tb testing.TB, dataDir string) {
 	tb.Helper()
 	path := filepath.Join(dataDir, "kura.db")
@@ -110,24 +97,7 @@ func seedSQLite(tb testing.TB, dataDir string) {
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
-	migrated.once.Do(func() {
-		dir, err := os.MkdirTemp("", "kuradtest-migrated-")
-		if err != nil {
-			migrated.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		p := filepath.Join(dir, "kura.db")
-		if migrated.err = store.Migrate(context.Background(), p); migrated.err == nil {
-			migrated.b, migrated.err = os.ReadFile(p)
-		}
-	})
-	if migrated.err != nil {
-		tb.Fatalf("migrate a database to copy: %v", migrated.err)
-	}
-	if err := os.WriteFile(path, migrated.b, 0o600); err != nil {
-		tb.Fatal(err)
-	}
+	sqlitetest.CopyMigrated(tb, path)
 }
 
 // Clock is a store clock a test moves instead of sleeping: it runs with

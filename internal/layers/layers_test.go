@@ -57,6 +57,7 @@ var layer = map[string]int{
 	"internal/kb/kbtest":       wiring,
 	"internal/pgtest":          wiring, // a real PostgreSQL server for tests and the benchmark
 	"internal/scaleout":        wiring, // tests only: kurads sharing a database
+	"internal/sqlitetest":      wiring, // a migrated SQLite file to copy, made once per test binary
 	"bench/internal/bm25":      pure,
 	"internal/testwait":        pure, // the one polling helper: stdlib only, so every layer's tests may use it
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/dirlock"
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 	"github.com/kura-memory/kura/internal/testwait"
 )
@@ -117,7 +118,7 @@ func writeLoad(t *testing.T, db *store.DB, acks *ackLog, stop <-chan struct{}) *
 func TestStore_BackupDuringWrites(t *testing.T) {
 	t.Parallel()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	db := mustOpenAt(t, migratedFile(t), key)
+	db := mustOpenAt(t, sqlitetest.File(t), key)
 	ctx := context.Background()
 	acks := &ackLog{}
 	stop := make(chan struct{})
@@ -247,7 +248,7 @@ func TestStore_BackupRefuses(t *testing.T) {
 func mustBackup(t *testing.T) (ed25519.PrivateKey, string, *store.DB) {
 	t.Helper()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	db := mustOpenAt(t, migratedFile(t), key)
+	db := mustOpenAt(t, sqlitetest.File(t), key)
 	ctx := context.Background()
 	s, err := db.CreateSession(ctx, &kura.SessionInput{Project: "hashi", Name: "morning"})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 )
 
@@ -47,7 +48,7 @@ func mustHistory(t *testing.T, db *store.DB) *kura.Session {
 func TestStore_CompactEvents(t *testing.T) {
 	t.Parallel()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	db := mustOpenAt(t, path, key)
 	ctx := context.Background()
 	s := mustHistory(t, db)

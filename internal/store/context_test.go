@@ -13,12 +13,13 @@ import (
 	"github.com/gowebpki/jcs"
 	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 )
 
 func openWithClock(tb testing.TB, c *clock) *store.DB {
 	tb.Helper()
-	return openAt(tb, migratedFile(tb), nil, c)
+	return openAt(tb, sqlitetest.File(tb), nil, c)
 }
 
 type bundle struct {

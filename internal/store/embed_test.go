@@ -15,6 +15,7 @@ import (
 	"github.com/kura-memory/kura/internal/embed"
 	"github.com/kura-memory/kura/internal/embed/embedtest"
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 	"github.com/kura-memory/kura/internal/testwait"
 )
@@ -34,7 +35,7 @@ type embedStore struct {
 func openEmbedStore(t *testing.T, srv *embedtest.Server, path, model string, key ed25519.PrivateKey, opts ...func(*store.EmbedWorkerConfig)) *embedStore {
 	t.Helper()
 	if path == "" {
-		path = migratedFile(t)
+		path = sqlitetest.File(t)
 	}
 	if key == nil {
 		_, key, _ = ed25519.GenerateKey(rand.Reader)
@@ -266,7 +267,7 @@ func TestEmbed_ModelChangeReembeds(t *testing.T) {
 	t.Parallel()
 	srv := embedtest.Start(t, testDims)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	db := openEmbedStore(t, srv, path, "m1", key)
 	putNode(t, db.DB, "acme", "fact", "a", "Car", "the car needs new tyres")
 	putNode(t, db.DB, "acme", "fact", "b", "Doctor", "see the doctor on friday")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 	"github.com/kura-memory/kura/kurahash"
 )
@@ -49,7 +50,7 @@ func leafAt(t *testing.T, db *store.DB, seq int64) *kurahash.LogLeaf {
 // leaf held only the seal, which a redaction leaves as it was.
 func TestLog_RedactionLeafCommitsToTheRedaction(t *testing.T) {
 	t.Parallel()
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	db := mustOpenAt(t, path, nil)
 	r, rd := redactedLeaf(t, db)
 	want, err := kurahash.RedactionDigest(kurahash.Redaction{RecordID: r.ID, Seal: r.Seal, By: "user:admin", Reason: "personal data", At: rd.At})
@@ -87,7 +88,7 @@ func TestLog_RedactionLeafOfAnOlderKuradKeepsTheSeal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	off := store.New(store.Config{Path: path, Signer: key, LogOff: true})
 	if err := off.Open(ctx); err != nil {
 		t.Fatal(err)

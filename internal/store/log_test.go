@@ -12,6 +12,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 	"github.com/kura-memory/kura/kurahash"
 )
@@ -272,7 +273,7 @@ func TestLog_ReopenBackfillAndCompaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	db := mustOpenAt(t, path, key)
 	mustRecords(t, db, 5)
 	before := db.Log()

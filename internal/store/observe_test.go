@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 	"github.com/kura-memory/kura/internal/testwait"
 )
@@ -19,7 +20,7 @@ import (
 func quietStore(t *testing.T) *store.DB {
 	t.Helper()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	db := store.New(store.Config{Path: migratedFile(t), Signer: key, SweepInterval: time.Hour})
+	db := store.New(store.Config{Path: sqlitetest.File(t), Signer: key, SweepInterval: time.Hour})
 	if err := db.Open(context.Background()); err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 	"github.com/kura-memory/kura/internal/testwait"
 )
@@ -80,7 +81,7 @@ func bigLedgerWithSecret(t *testing.T, db *store.DB, n int) (ledgerID, recordID,
 func TestStore_RedactPurgesWhileAClientStalls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := store.New(store.Config{Path: path, Signer: key, RedactPurgeWait: 3 * time.Second})
 	if err := db.Open(ctx); err != nil {
@@ -145,7 +146,7 @@ func TestStore_RedactPurgesWhileAClientStalls(t *testing.T) {
 // reader lets go the marker leaves the files and the purge completes.
 func TestStore_RedactPurgePendingThenDone(t *testing.T) {
 	ctx := context.Background()
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := store.New(store.Config{Path: path, Signer: key, RedactPurgeWait: 500 * time.Millisecond})
 	if err := db.Open(ctx); err != nil {
@@ -191,7 +192,7 @@ func TestStore_RedactPurgePendingThenDone(t *testing.T) {
 func TestStore_RedactionAbandonsRunningBackups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := store.New(store.Config{Path: path, Signer: key})
 	if err := db.Open(ctx); err != nil {

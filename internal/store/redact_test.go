@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 )
 
@@ -51,7 +52,7 @@ func TestStore_RedactRecord(t *testing.T) {
 	}{{"Small", 0}, {"Overflow", 12000}} { // beyond one page: overflow pages
 		t.Run(size.name, func(t *testing.T) {
 			ctx := context.Background()
-			path := migratedFile(t)
+			path := sqlitetest.File(t)
 			db := mustOpenAt(t, path, nil)
 			nonce := make([]byte, 8)
 			rand.Read(nonce)
@@ -247,7 +248,7 @@ func TestStore_RedactRecord(t *testing.T) {
 func TestStore_RedactedRecordSurvivesReopen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	key := newKey(t)
 	db := store.New(store.Config{Path: path, Signer: key})
 	if err := db.Open(ctx); err != nil {

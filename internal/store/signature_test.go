@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 	"github.com/kura-memory/kura/kurahash"
 )
@@ -157,7 +158,7 @@ func TestStore_SignaturesCatchWhatHashesCannot(t *testing.T) {
 		chain   []string // ledger ids, head first
 	}
 	open := func(t *testing.T) setup {
-		path := migratedFile(t)
+		path := sqlitetest.File(t)
 		db := mustOpenAt(t, path, nil)
 		s, target := twoTurnSession(t, db, "original")
 		v, err := db.VerifySession(ctx, s.ID, "")

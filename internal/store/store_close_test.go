@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -21,7 +22,7 @@ import (
 func TestStore_CloseTimeoutReleases(t *testing.T) {
 	ctx := context.Background()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	db := store.New(store.Config{Path: migratedFile(t), Signer: key})
+	db := store.New(store.Config{Path: sqlitetest.File(t), Signer: key})
 	if err := db.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestStore_CloseTwice(t *testing.T) {
 func TestStore_ConstraintErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	db := mustOpenAt(t, path, nil)
 	// raw runs a statement outside the store, in a transaction it rolls
 	// back, to show which constraint it breaks.

@@ -8,14 +8,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/kura-memory/kura/kurahash"
@@ -56,43 +55,7 @@ func MustOpenStore(tb testing.TB) *store.DB {
 func mustOpenClocked(tb testing.TB) (*store.DB, *clock) {
 	tb.Helper()
 	c := &clock{}
-	return openAt(tb, migratedFile(tb), nil, c), c
-}
-
-// migrated is a database file store.Migrate made, once per test binary.
-var migrated struct {
-	once sync.Once
-	b    []byte
-	err  error
-}
-
-// migratedFile writes a copy of the migrated database into t.TempDir and
-// returns its path: Open finds the schema in place and migrates nothing,
-// as at any restart. Migrating each test's file anew cost as much as the
-// rest of opening it under -race. The tests of migrations and of a new
-// file's creation open paths of their own.
-func migratedFile(tb testing.TB) string {
-	tb.Helper()
-	migrated.once.Do(func() {
-		dir, err := os.MkdirTemp("", "kura-migrated-")
-		if err != nil {
-			migrated.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		p := filepath.Join(dir, "kura.db")
-		if migrated.err = store.Migrate(context.Background(), p); migrated.err == nil {
-			migrated.b, migrated.err = os.ReadFile(p)
-		}
-	})
-	if migrated.err != nil {
-		tb.Fatalf("migrate a database to copy: %v", migrated.err)
-	}
-	p := filepath.Join(tb.TempDir(), "kura.db")
-	if err := os.WriteFile(p, migrated.b, 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	return p
+	return openAt(tb, sqlitetest.File(tb), nil, c), c
 }
 
 func mustOpenAt(tb testing.TB, path string, key ed25519.PrivateKey) *store.DB {
@@ -111,7 +74,7 @@ func openAt(tb testing.TB, path string, key ed25519.PrivateKey, c *clock) *store
 func mustOpenConfig(tb testing.TB, cfg store.Config) *store.DB {
 	tb.Helper()
 	if cfg.Path == "" {
-		cfg.Path = migratedFile(tb)
+		cfg.Path = sqlitetest.File(tb)
 	}
 	if cfg.Now == nil {
 		cfg.Now = (&clock{}).now
@@ -263,7 +226,7 @@ func TestStore_GroupCommit(t *testing.T) {
 	// The sweeper's first pass (expired turns, old idempotency keys) is a
 	// job of its own, a second after Open: keep it out of the count.
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	db := store.New(store.Config{Path: migratedFile(t), Signer: key, SweepInterval: time.Hour})
+	db := store.New(store.Config{Path: sqlitetest.File(t), Signer: key, SweepInterval: time.Hour})
 	if err := db.Open(context.Background()); err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -437,7 +400,7 @@ func TestStore_VerifyFindsFileEdits(t *testing.T) {
 	for _, e := range edits {
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
-			path := migratedFile(t)
+			path := sqlitetest.File(t)
 			db := mustOpenAt(t, path, nil)
 			ctx := context.Background()
 			recs := mustRecords(t, db, 5)
@@ -477,7 +440,7 @@ func TestStore_VerifyFindsFileEdits(t *testing.T) {
 
 func TestStore_RefusesNewerSchema(t *testing.T) {
 	t.Parallel()
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	db := mustOpenAt(t, path, nil)
 	mustRecords(t, db, 1)
 	if err := db.Close(context.Background()); err != nil {
@@ -498,7 +461,7 @@ func TestStore_RefusesNewerSchema(t *testing.T) {
 
 func TestStore_CloseDrainsAndRefuses(t *testing.T) {
 	t.Parallel()
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := mustOpenAt(t, path, key)
 	ctx := context.Background()

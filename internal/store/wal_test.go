@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/sqlitetest"
 	"github.com/kura-memory/kura/internal/store"
 )
 
@@ -20,7 +21,7 @@ import (
 // truncations within a time window, which other tests' load would stretch.
 func TestWAL_BoundedUnderSustainedWrites(t *testing.T) {
 	const limit = 200 // frames
-	path := migratedFile(t)
+	path := sqlitetest.File(t)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	db := store.New(store.Config{Path: path, Signer: key, WALTruncateFrames: limit, CheckpointInterval: 10 * time.Millisecond})
 	if err := db.Open(context.Background()); err != nil {
