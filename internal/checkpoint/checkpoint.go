@@ -279,7 +279,7 @@ func (c *Checkpointer) run() {
 		case <-c.stop:
 			return
 		case <-poll:
-			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Poll)
+			ctx, cancel := context.WithTimeout(context.Background(), max(c.cfg.Poll, checkBudget))
 			c.CheckWitnesses(ctx)
 			cancel()
 		case <-c.wake:

@@ -27,7 +27,16 @@ type Doer interface {
 	Do(*http.Request) (*http.Response, error)
 }
 
-func defaultClient() Doer { return &http.Client{Timeout: 5 * time.Second} }
+func defaultClient() Doer { return &http.Client{Timeout: checkBudget} }
+
+// checkBudget is the least time one check of a witness gets, whatever the
+// poll: the witness's answer and the reads of the log that judge it. A
+// check cut short says nothing about the log (inconclusive, below).
+const checkBudget = 5 * time.Second
+
+// errNotThisLog marks an entry of a witness's list that is not a checkpoint
+// this kurad signed: another log's, or no checkpoint at all.
+var errNotThisLog = errors.New("not a checkpoint of this log")
 
 type watchState struct {
 	mu        sync.Mutex
@@ -173,8 +182,9 @@ func (c *Checkpointer) fetch(ctx context.Context, base string) (*witnessList, er
 func (c *Checkpointer) CheckWitnesses(ctx context.Context) {
 	for i := range c.watch.witnesses {
 		c.watch.mu.Lock()
-		url := c.watch.witnesses[i].URL
+		prev := c.watch.witnesses[i]
 		c.watch.mu.Unlock()
+		url := prev.URL
 		st := kura.WitnessStatus{URL: url, CheckedAt: kura.FormatTime(time.Now())}
 		var found []kura.LogConflict
 		var got *witnessed
@@ -182,19 +192,26 @@ func (c *Checkpointer) CheckWitnesses(ctx context.Context) {
 		// The log's size after the witness answered: it only grows, and a
 		// witness may have cosigned what was written while it answered.
 		head, herr := c.cfg.Log.LogCaughtUp(ctx)
-		if herr != nil {
-			head = c.cfg.Log.Log()
-		}
 		origin := c.cfg.Log.LogOrigin()
-		if err != nil {
+		var failed error // the log could not be read to judge the answer
+		switch {
+		case err != nil:
 			st.State, st.Error = "unreachable", err.Error()
 			c.log.Warn("witness unreachable", "witness", url, "err", err)
-		} else {
+		case herr != nil:
+			// Judged against a log not caught up, a witness ahead of this
+			// instance would look like a rollback.
+			failed = fmt.Errorf("reading the log: %w", herr)
+		default:
 			st.State = "no_checkpoint"
 			for _, e := range list.Checkpoints {
 				cf, w, err := c.judge(ctx, url, e.Checkpoint, origin, head)
+				if errors.Is(err, errNotThisLog) {
+					continue
+				}
 				if err != nil {
-					continue // not this kurad's log, or not a checkpoint
+					failed = err
+					continue
 				}
 				if cf != nil {
 					found = append(found, *cf)
@@ -207,6 +224,14 @@ func (c *Checkpointer) CheckWitnesses(ctx context.Context) {
 			for _, cf := range found {
 				st.State = cf.State
 			}
+		}
+		if failed != nil && len(found) == 0 {
+			// Inconclusive: a database error is no news about the witness
+			// or the log. The last conclusive status stands, with the
+			// reason this check did not replace it.
+			st, got = prev, nil
+			st.Error = "check not completed: " + failed.Error()
+			c.log.Warn("witness check not completed", "witness", url, "err", failed)
 		}
 		c.watch.mu.Lock()
 		c.watch.witnesses[i] = st
@@ -234,22 +259,23 @@ func containsConflict(l []kura.LogConflict, c kura.LogConflict) bool {
 	return false
 }
 
-// judge reads one witnessed checkpoint. err: not a checkpoint this kurad
-// signed (another log's). Otherwise a conflict, or the witnessed tree with
-// its cosignature lines when it is of the current origin and consistent, or
-// neither for an acknowledged one.
+// judge reads one witnessed checkpoint. An error wrapping errNotThisLog:
+// not a checkpoint this kurad signed (another log's); any other error: the
+// log could not be read to judge it. Otherwise a conflict, or the witnessed
+// tree with its cosignature lines when it is of the current origin and
+// consistent, or neither for an acknowledged one.
 func (c *Checkpointer) judge(ctx context.Context, witness, text, origin string, head kura.LogHead) (*kura.LogConflict, *witnessed, error) {
 	first, _, _ := strings.Cut(text, "\n")
 	n, err := note.Open([]byte(text), c.verifiers(first))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %v", errNotThisLog, err)
 	}
 	var cp tlogformat.Checkpoint
 	if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %v", errNotThisLog, err)
 	}
 	if cp.Origin != first {
-		return nil, nil, errors.New("origin line mismatch")
+		return nil, nil, fmt.Errorf("%w: origin line mismatch", errNotThisLog)
 	}
 	size := int64(cp.Size)
 	root := base64.StdEncoding.EncodeToString(cp.Hash)
@@ -263,8 +289,8 @@ func (c *Checkpointer) judge(ctx context.Context, witness, text, origin string, 
 		return cf, nil, nil
 	}
 	if size > head.Size {
-		if ok, err := c.cfg.Log.LogAcknowledged(ctx, cp.Origin, size, root); err == nil && ok {
-			return nil, nil, nil
+		if ok, err := c.cfg.Log.LogAcknowledged(ctx, cp.Origin, size, root); err != nil || ok {
+			return nil, nil, err
 		}
 		cf.State, cf.Reason = kura.LogRollback, fmt.Sprintf("the witness cosigned a tree of %d leaves; this log has %d", size, head.Size)
 		return cf, nil, nil
@@ -274,8 +300,8 @@ func (c *Checkpointer) judge(ctx context.Context, witness, text, origin string, 
 		return nil, nil, err
 	}
 	if string(mine[:]) != string(cp.Hash) {
-		if ok, err := c.cfg.Log.LogAcknowledged(ctx, cp.Origin, size, root); err == nil && ok {
-			return nil, nil, nil
+		if ok, err := c.cfg.Log.LogAcknowledged(ctx, cp.Origin, size, root); err != nil || ok {
+			return nil, nil, err
 		}
 		cf.State, cf.Reason = kura.LogFork, fmt.Sprintf("the witness cosigned another tree of %d leaves than this log's", size)
 		return cf, nil, nil
