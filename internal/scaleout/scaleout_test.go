@@ -593,25 +593,7 @@ func checkpointBody(t *testing.T, d *kuradtest.Daemon) string {
 func TestScaleOut_WitnessFollowingTheOtherKurad(t *testing.T) {
 	url := pgtest.URL(t)
 	key := filepath.Join(t.TempDir(), "kurad.key")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	aAddr := ln.Addr().String()
-	ln.Close()
-	w, err := witness.New(witness.Config{StateDir: t.TempDir(), Listen: "127.0.0.1:0",
-		Logs: []witness.Log{{URL: "http://" + aAddr}}, Poll: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	aAddr, w := followedAddr(t, 10*time.Millisecond)
 	node := func(addr string) *kuradtest.Daemon {
 		return kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) {
 			c.DatabaseURL, c.KeyFile, c.ReadPool = url, key, 3
@@ -644,6 +626,34 @@ func TestScaleOut_WitnessFollowingTheOtherKurad(t *testing.T) {
 	if st, _ := call(t, b, "GET", "/readyz", ""); st != 200 {
 		t.Fatalf("b /readyz %d, want 200", st)
 	}
+}
+
+// followedAddr reserves an address for a kurad to listen on and runs a
+// witness that follows the kurad there (its HTTP address), polling every
+// poll: a kurad names its witness when it starts, so the witness comes
+// first, with the kurad's port known.
+func followedAddr(t *testing.T, poll time.Duration) (string, *witness.Witness) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	w, err := witness.New(witness.Config{StateDir: t.TempDir(), Listen: "127.0.0.1:0",
+		Logs: []witness.Log{{URL: "http://" + addr}}, Poll: poll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return addr, w
 }
 
 // call2 is b's /v1/info log section, for a failure message.

@@ -1,9 +1,7 @@
 package scaleout_test
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"github.com/kura-memory/kura/internal/kuradtest"
 	"github.com/kura-memory/kura/internal/pgtest"
 	"github.com/kura-memory/kura/internal/testwait"
-	"github.com/kura-memory/kura/internal/witness"
 )
 
 // A witness check kurad cannot finish on its own side (here: the table of
@@ -24,25 +21,7 @@ import (
 // the log as unwitnessed.
 func TestScaleOut_WitnessCheckThatCannotReadTheLogIsInconclusive(t *testing.T) {
 	url := pgtest.URL(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	w, err := witness.New(witness.Config{StateDir: t.TempDir(), Listen: "127.0.0.1:0",
-		Logs: []witness.Log{{URL: "http://" + addr}}, Poll: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	addr, w := followedAddr(t, 20*time.Millisecond)
 	d := kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) {
 		c.DatabaseURL, c.KeyFile, c.HTTPAddr = url, filepath.Join(t.TempDir(), "kurad.key"), addr
 		c.Witnesses, c.WitnessPoll = []string{"http://" + w.Addr()}, 50*time.Millisecond
