@@ -1,6 +1,8 @@
 package store
 
 import (
+	"fmt"
+
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/recall"
 )
@@ -27,3 +29,22 @@ func SearchWeights() []float64 { return ftsWeights }
 
 // QueryWords are the words search matches of a query.
 func QueryWords(q string) []string { return queryWords(q) }
+
+// PrepareWriterStatements prepares every statement the writer keeps
+// prepared, on a read connection (preparing runs nothing): the writer
+// prepares each as it first runs it, so a statement no test runs would
+// otherwise be checked by no one.
+func (db *DB) PrepareWriterStatements() error {
+	qs := writeStatements()
+	if db.pg == nil {
+		qs = append(qs, sqliteSearchStatements()...)
+	}
+	for _, q := range qs {
+		s, err := db.rdb.Prepare(q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		s.Close()
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -80,21 +81,33 @@ func (db *DB) StorageHealth() string {
 	return ""
 }
 
-// checkAtStart runs startupCheck on a connection of its own with a small
-// page cache, closed when done: the check reads every page, and through
-// the writer's 20 MB cache it left kurad idling at twice its usual memory.
+// checkAtStart runs startupCheck on the writer's connection before anything
+// else uses it, its page cache cut to checkCacheKiB for the check: the
+// check reads every page, and through the writer's full cache it left
+// kurad idling at twice its usual memory. (A connection of its own would
+// parse the whole schema once more at every start.)
 func (db *DB) checkAtStart(ctx context.Context) error {
 	if db.cfg.StartupCheck == StartupCheckOff {
 		return nil
 	}
-	c, err := sql.Open("sqlite", "file:"+db.cfg.Path+"?_pragma=busy_timeout(10000)&_pragma=cache_size(-512)")
-	if err != nil {
+	if _, err := db.wdb.ExecContext(ctx, "PRAGMA cache_size(-"+strconv.Itoa(checkCacheKiB)+")"); err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
-	defer c.Close()
-	c.SetMaxOpenConns(1)
-	return startupCheck(ctx, c, db.cfg.StartupCheck)
+	if err := startupCheck(ctx, db.wdb, db.cfg.StartupCheck); err != nil {
+		return err
+	}
+	if _, err := db.wdb.ExecContext(ctx, "PRAGMA cache_size(-"+strconv.Itoa(writerCacheKiB)+")"); err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	return nil
 }
+
+// The page caches of the writer's connection, in KiB: while it checks the
+// database at start, and after.
+const (
+	checkCacheKiB  = 512
+	writerCacheKiB = 20000
+)
 
 // startupCheck runs SQLite's own consistency check before kurad serves, so
 // a database damaged while kurad was down (a bad SD card, a torn copy) is

@@ -414,6 +414,7 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event) er
 		rows = append(rows, leafRow{n, flat[start:len(flat):len(flat)]})
 		n++
 	}
+	bound := map[string]*sql.Stmt{}
 	for len(rows) > 0 {
 		k := min(len(rows), logChunk)
 		q := qLogInsertChunk
@@ -428,17 +429,22 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event) er
 			// preparing a statement for this count.
 			k, q = 1, qLogInsertHash
 		}
-		st := db.stmts[q]
 		args := make([]any, 0, 2*k)
 		for _, row := range rows[:k] {
 			args = append(args, row.leaf, row.hashes)
 		}
-		if st == nil || db.pg != nil {
-			// Backfill runs before the writer's statements are prepared;
-			// on PostgreSQL pgx's statement cache serves (Tx.stmt).
+		if db.pg != nil {
+			// pgx's statement cache serves (Tx.stmt).
 			_, err = tx.ExecContext(ctx, q, args...)
 		} else {
-			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+			st, ok := bound[q]
+			if !ok {
+				if st, err = db.wstmts.bind(ctx, tx, q); err != nil {
+					return err
+				}
+				bound[q] = st
+			}
+			_, err = st.ExecContext(ctx, args...)
 		}
 		if err != nil {
 			return err

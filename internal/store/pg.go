@@ -109,14 +109,17 @@ func (db *DB) openPG(ctx context.Context) error {
 		}
 		q.v.Store(n)
 	}
-	db.stmts = map[string]*sql.Stmt{}
+	// Prepared now, before the writer runs: pgx prepares again on each
+	// pooled connection that runs one, and none is found missing later.
+	prepared := map[string]*sql.Stmt{}
 	for _, q := range writeStatements() {
 		st, err := db.wdb.PrepareContext(ctx, q)
 		if err != nil {
 			return fail(fmt.Errorf("prepare %q: %w", q, err))
 		}
-		db.stmts[q] = st
+		prepared[q] = st
 	}
+	db.wstmts.init(writeStatements(), prepared)
 	// No checkpointer: PostgreSQL checkpoints itself.
 	if err := db.start(ctx); err != nil {
 		return err

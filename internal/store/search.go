@@ -49,7 +49,11 @@ func (db *DB) indexNodeText(ctx context.Context, tx *sql.Tx, nids []int64) error
 	if db.pg != nil {
 		return indexNodeTextPG(ctx, tx, string(append(b, ']')))
 	}
-	_, err := tx.StmtContext(ctx, db.stmts[qIndexNodeText]).ExecContext(ctx, string(append(b, ']')))
+	st, err := db.wstmts.bind(ctx, tx, qIndexNodeText)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(ctx, string(append(b, ']')))
 	return err
 }
 

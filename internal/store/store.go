@@ -134,10 +134,10 @@ type DB struct {
 	ckptKick  chan struct{}
 	sweepDone chan struct{}
 
-	stmts      map[string]*sql.Stmt // prepared on wdb; used only by the writer
-	kbStmts    stmtCache            // prepared knowledge-base reads (kbquery.go)
-	kbPostings postingCache         // copies of large postings (kbcache.go)
-	kbLoads    sync.WaitGroup       // background readers of postings
+	wstmts     writerStmts    // prepared on wdb; used only by the writer
+	kbStmts    stmtCache      // prepared knowledge-base reads (kbquery.go)
+	kbPostings postingCache   // copies of large postings (kbcache.go)
+	kbLoads    sync.WaitGroup // background readers of postings
 	// kbRankBounds, when set, replace the ranking's budget and sample
 	// (kbsearch.go) so tests reach its paths with small knowledge bases.
 	kbRankBounds [2]int
@@ -249,7 +249,7 @@ func dsn(path string, role int, sync string) string {
 		// content, a purged answer) instead of leaving it in free space
 		// inside the pages, where it could be read back from the file.
 		q += "&_pragma=secure_delete(ON)"
-		q += "&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=wal_autocheckpoint(0)&_pragma=cache_size(-20000)&_txlock=immediate"
+		q += "&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=wal_autocheckpoint(0)&_pragma=cache_size(-" + strconv.Itoa(writerCacheKiB) + ")&_txlock=immediate"
 	case roleRead:
 		q += "&_pragma=query_only(ON)&_pragma=cache_size(-8000)"
 	case roleCheckpoint:
@@ -325,16 +325,10 @@ func (db *DB) Open(ctx context.Context) error {
 		db.rdb.Close()
 		return err
 	}
-	db.stmts = map[string]*sql.Stmt{}
-	for _, q := range append(writeStatements(), sqliteSearchStatements()...) {
-		st, err := db.wdb.PrepareContext(ctx, q)
-		if err != nil {
-			db.wdb.Close()
-			db.rdb.Close()
-			return fmt.Errorf("prepare %q: %w", q, err)
-		}
-		db.stmts[q] = st
-	}
+	// The writer's statements are prepared as it first runs them
+	// (writerStmts): a kurad that never writes a knowledge base never parses
+	// its statements, and start does not wait for all of them.
+	db.wstmts.init(append(writeStatements(), sqliteSearchStatements()...), nil)
 	// The migrations and the checkpoint at start filled the writer's page
 	// cache with pages no write needs; hand them back, as loadCounters
 	// does for the reader.
@@ -535,9 +529,7 @@ func (db *DB) Close(ctx context.Context) error {
 	if !drained {
 		errs = append(errs, fmt.Errorf("writer did not drain: %w", ctx.Err()))
 	}
-	for _, s := range db.stmts {
-		s.Close()
-	}
+	db.wstmts.close()
 	if db.pg != nil {
 		return db.closePG(errs)
 	}

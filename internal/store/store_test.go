@@ -647,3 +647,13 @@ func TestStore_FailedJobInSharedBatch(t *testing.T) {
 		t.Errorf("transactions: got %d, want the %d jobs in very few batches", tx, n)
 	}
 }
+
+// TestStore_WriterStatementsPrepare: every statement the writer keeps
+// prepared parses against the migrated schema. The writer prepares them as
+// it first runs them, so Open no longer finds a broken one.
+func TestStore_WriterStatementsPrepare(t *testing.T) {
+	t.Parallel()
+	if err := MustOpenStore(t).PrepareWriterStatements(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -83,14 +83,9 @@ func (tx *Tx) stmt(q string) (*sql.Stmt, error) {
 	if s, ok := tx.bound[q]; ok {
 		return s, nil
 	}
-	var s *sql.Stmt
-	if ps, ok := tx.db.stmts[q]; ok {
-		s = tx.tx.StmtContext(tx.ctx, ps)
-	} else {
-		var err error
-		if s, err = tx.tx.PrepareContext(tx.ctx, q); err != nil {
-			return nil, err
-		}
+	s, err := tx.db.wstmts.bind(tx.ctx, tx.tx, q)
+	if err != nil {
+		return nil, err
 	}
 	tx.bound[q] = s
 	return s, nil
@@ -274,6 +269,7 @@ func (db *DB) writer() {
 		db.drain(&batch)
 		db.linger(&batch)
 		db.commit(batch)
+		db.wstmts.promote(db.wdb)
 		db.lastBatch = len(batch)
 		db.truncateWAL()
 	}
