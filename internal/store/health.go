@@ -82,18 +82,24 @@ func (db *DB) StorageHealth() string {
 }
 
 // checkAtStart runs startupCheck on the writer's connection before anything
-// else uses it, its page cache cut to checkCacheKiB for the check: the
-// check reads every page, and through the writer's full cache it left
-// kurad idling at twice its usual memory. (A connection of its own would
-// parse the whole schema once more at every start.)
+// else uses it (a connection of its own would parse the whole schema once
+// more at every start), with a small cache (withSmallCache).
 func (db *DB) checkAtStart(ctx context.Context) error {
 	if db.cfg.StartupCheck == StartupCheckOff {
 		return nil
 	}
+	return db.withSmallCache(ctx, func() error { return startupCheck(ctx, db.wdb, db.cfg.StartupCheck) })
+}
+
+// withSmallCache runs f, which reads the whole database through the
+// writer's connection, with the connection's page cache cut to
+// checkCacheKiB: through the writer's full cache such a read left kurad
+// idling at twice its usual memory.
+func (db *DB) withSmallCache(ctx context.Context, f func() error) error {
 	if _, err := db.wdb.ExecContext(ctx, "PRAGMA cache_size(-"+strconv.Itoa(checkCacheKiB)+")"); err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
-	if err := startupCheck(ctx, db.wdb, db.cfg.StartupCheck); err != nil {
+	if err := f(); err != nil {
 		return err
 	}
 	if _, err := db.wdb.ExecContext(ctx, "PRAGMA cache_size(-"+strconv.Itoa(writerCacheKiB)+")"); err != nil {
@@ -102,8 +108,8 @@ func (db *DB) checkAtStart(ctx context.Context) error {
 	return nil
 }
 
-// The page caches of the writer's connection, in KiB: while it checks the
-// database at start, and after.
+// The page caches of the writer's connection, in KiB: while it reads the
+// whole database at start, and after.
 const (
 	checkCacheKiB  = 512
 	writerCacheKiB = 20000

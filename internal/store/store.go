@@ -330,8 +330,7 @@ func (db *DB) Open(ctx context.Context) error {
 	// its statements, and start does not wait for all of them.
 	db.wstmts.init(append(writeStatements(), sqliteSearchStatements()...), nil)
 	// The migrations and the checkpoint at start filled the writer's page
-	// cache with pages no write needs; hand them back, as loadCounters
-	// does for the reader.
+	// cache with pages no write needs; hand them back.
 	if _, err := db.wdb.ExecContext(ctx, "PRAGMA shrink_memory"); err != nil {
 		db.wdb.Close()
 		db.rdb.Close()
@@ -474,37 +473,32 @@ func (db *DB) applyMigrations(ctx context.Context, fsys embed.FS, glob string, f
 }
 
 // loadCounters reads the last event seq and the counts /v1/info reports.
-// The counts walk whole indexes: they run on a connection of their own with
-// a small page cache, closed when done, so the pages they read never sit
-// in a pool connection's cache (or the allocator's free lists) of an idle
-// kurad.
+// The counts walk whole indexes: they run through the writer's connection
+// with its cache cut (withSmallCache), so the pages they read never sit in
+// a connection's cache of an idle kurad.
 func (db *DB) loadCounters(ctx context.Context) error {
-	c, err := sql.Open("sqlite", "file:"+db.cfg.Path+"?mode=ro&_pragma=busy_timeout(10000)&_pragma=cache_size(-256)")
-	if err != nil {
-		return fmt.Errorf("load counters: %w", err)
-	}
-	defer c.Close()
-	c.SetMaxOpenConns(1)
-	var seq sql.NullInt64
-	if err := c.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err != nil {
-		return fmt.Errorf("load counters: %w", err)
-	}
-	db.lastSeq.Store(seq.Int64)
-	for _, q := range []struct {
-		q string
-		v *atomic.Int64
-	}{
-		{"SELECT count(*) FROM records", &db.counts.records},
-		{"SELECT count(*) FROM ledgers", &db.counts.ledgers},
-		{"SELECT count(*) FROM events", &db.counts.events},
-	} {
-		var n int64
-		if err := c.QueryRowContext(ctx, q.q).Scan(&n); err != nil {
+	return db.withSmallCache(ctx, func() error {
+		var seq sql.NullInt64
+		if err := db.wdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err != nil {
 			return fmt.Errorf("load counters: %w", err)
 		}
-		q.v.Store(n)
-	}
-	return nil
+		db.lastSeq.Store(seq.Int64)
+		for _, q := range []struct {
+			q string
+			v *atomic.Int64
+		}{
+			{"SELECT count(*) FROM records", &db.counts.records},
+			{"SELECT count(*) FROM ledgers", &db.counts.ledgers},
+			{"SELECT count(*) FROM events", &db.counts.events},
+		} {
+			var n int64
+			if err := db.wdb.QueryRowContext(ctx, q.q).Scan(&n); err != nil {
+				return fmt.Errorf("load counters: %w", err)
+			}
+			q.v.Store(n)
+		}
+		return nil
+	})
 }
 
 // Close stops accepting writes, lets the writer finish every queued job,
