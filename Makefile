@@ -14,6 +14,10 @@ FUZZTIME_CI ?= 2000x
 # that is not Kura's and that no release build checks. Its memory accesses
 # are still watched for races.
 RACE    := -race -gcflags='modernc.org/...=-d=checkptr=0'
+# A program built with -race sleeps a second as it exits (so that other
+# threads can report): a second for each of the suite's test
+# binaries. The tests wait for what they need; nothing is left to report.
+export GORACE ?= atexit_sleep_ms=0
 
 .PHONY: all run build test check vet fmt-check cross smoke-cross dist install fuzz fuzz-ci bench bench-quick reliability soak clean \
 	test-postgres test-clients test-python test-typescript kurad-test console-screenshots
