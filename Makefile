@@ -18,6 +18,11 @@ RACE    := -race -gcflags='modernc.org/...=-d=checkptr=0'
 # threads can report): a second for each of the suite's test
 # binaries. The tests wait for what they need; nothing is left to report.
 export GORACE ?= atexit_sleep_ms=0
+# go test runs the packages in the order named, two at a time on two cores:
+# the longest go first and the short ones fill in around them, instead of
+# the longest (in ./...'s alphabetical order) running last and alone.
+SLOW_PKGS := ./internal/api ./internal/store ./cmd/kura ./internal/ui ./reliability ./internal/daemon \
+	./internal/scaleout ./cmd/kurad ./internal/admission ./internal/witness ./internal/mcp ./bench/cmd/kurabench
 
 .PHONY: all run build test check vet fmt-check cross smoke-cross dist install fuzz fuzz-ci bench bench-quick reliability soak clean \
 	test-postgres test-clients test-python test-typescript kurad-test console-screenshots
@@ -39,7 +44,7 @@ build:
 ## (the Debian package's initdb and pg_ctl) and Chromium (the console's
 ## browser tests) are required, not skipped.
 test: vet
-	KURA_REQUIRE_POSTGRES=1 KURA_REQUIRE_CHROMIUM=1 $(GO) test $(RACE) -timeout 20m ./...
+	KURA_REQUIRE_POSTGRES=1 KURA_REQUIRE_CHROMIUM=1 $(GO) test $(RACE) -timeout 20m $(SLOW_PKGS) ./...
 	$(MAKE) test-postgres
 	$(MAKE) test-clients
 	$(MAKE) fuzz-ci
