@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/kura-memory/kura/client"
+	"github.com/kura-memory/kura/internal/kuradtest"
 )
 
 // TestClient_ErrorDecoding serves canned error answers: the shapes a proxy
@@ -74,13 +74,7 @@ func TestClient_ErrorDecoding(t *testing.T) {
 // wrapped transport error naming the operation, not a fake server error.
 func TestClient_TransportError(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	err = client.New("http://" + addr).Health(context.Background())
+	err := client.New("http://" + kuradtest.FreeAddr(t)).Health(context.Background())
 	if err == nil {
 		t.Fatal("got nil, want an error")
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,16 +59,6 @@ func kuraBinary(t *testing.T) string {
 		t.Fatal(kuraErr)
 	}
 	return kuraBin
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // attackEnv is one kurad's history, its witness and a client's kept state.
@@ -139,9 +128,9 @@ func newAttackEnv(t *testing.T) *attackEnv {
 	e := &attackEnv{t: t, root: root, dataDir: filepath.Join(root, "data"), key: filepath.Join(root, "kurad.key"),
 		kept: filepath.Join(root, "client-state"), old: filepath.Join(root, "old-copy")}
 	os.MkdirAll(e.dataDir, 0o700)
-	waddr := freePort(t)
+	waddr := kuradtest.FreeAddr(t)
 	e.witness = "http://" + waddr
-	e.httpAddr = freePort(t)
+	e.httpAddr = kuradtest.FreeAddr(t)
 	p := e.start(true)
 	e.wproc = exec.Command(kuraBinary(t), "witness", "--state", filepath.Join(root, "witness"), "--listen", waddr,
 		"--log", p.Base, "--poll", "50ms")

@@ -5,9 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"strings"
 	"testing"
+
+	"github.com/kura-memory/kura/internal/kuradtest"
 )
 
 // runKura runs the CLI in-process against baseURL and returns what it printed
@@ -32,13 +33,7 @@ func runKura(t *testing.T, baseURL string, stdin io.Reader, args ...string) (std
 // request must not notice it, those that send one fail with a transport error.
 func deadURL(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	return "http://" + kuradtest.FreeAddr(t)
 }
 
 func TestRun_CommandLine(t *testing.T) {

@@ -122,4 +122,3 @@ func hasBearer(s string) bool {
 	}
 	return false
 }
-

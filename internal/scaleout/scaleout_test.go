@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -634,12 +633,7 @@ func TestScaleOut_WitnessFollowingTheOtherKurad(t *testing.T) {
 // first, with the kurad's port known.
 func followedAddr(t *testing.T, poll time.Duration) (string, *witness.Witness) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := kuradtest.FreeAddr(t)
 	w, err := witness.New(witness.Config{StateDir: t.TempDir(), Listen: "127.0.0.1:0",
 		Logs: []witness.Log{{URL: "http://" + addr}}, Poll: poll})
 	if err != nil {

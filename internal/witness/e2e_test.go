@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -143,12 +142,7 @@ func TestWitness_E2E_KuradAttachesCosignature(t *testing.T) {
 	t.Parallel()
 	// kurad must know the witness's address when it starts, and the
 	// witness kurad's: the witness's port is reserved first.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waddr := ln.Addr().String()
-	ln.Close()
+	waddr := kuradtest.FreeAddr(t)
 	d := kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) {
 		c.Witnesses = []string{"http://" + waddr}
 		c.WitnessPoll = 20 * time.Millisecond

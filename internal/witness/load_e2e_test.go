@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -51,12 +50,7 @@ type liveLog struct {
 
 func startLiveLog(t *testing.T, delay time.Duration) liveLog {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kaddr := ln.Addr().String()
-	ln.Close()
+	kaddr := kuradtest.FreeAddr(t)
 	kbase := "http://" + kaddr
 	w, _ := openWitness(t, witness.Config{StateDir: t.TempDir(), Logs: []witness.Log{{URL: kbase}}, Poll: 10 * time.Millisecond})
 	runWitness(t, w)

@@ -3,7 +3,6 @@ package witness_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -24,12 +23,7 @@ import (
 // says rollback_detected.
 func TestWitness_E2E_RollbackOfTheDataDirectory(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kaddr := ln.Addr().String() // kurad comes back on the same address after each restart
-	ln.Close()
+	kaddr := kuradtest.FreeAddr(t) // kurad comes back on the same address after each restart
 	kbase := "http://" + kaddr
 	dataDir, oldCopy, keyDir := t.TempDir(), t.TempDir(), t.TempDir()
 
@@ -132,12 +126,7 @@ func TestWitness_E2E_RollbackOfTheDataDirectory(t *testing.T) {
 // the same origin once kurad signs with the new key alone.
 func TestWitness_E2E_KuradKeyRotation(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kaddr := ln.Addr().String()
-	ln.Close()
+	kaddr := kuradtest.FreeAddr(t)
 	kbase := "http://" + kaddr
 	dataDir, keyDir := t.TempDir(), t.TempDir()
 	oldKey, newKey := filepath.Join(keyDir, "old.key"), filepath.Join(keyDir, "new.key")
