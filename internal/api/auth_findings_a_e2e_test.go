@@ -236,6 +236,7 @@ func mustBytes(e *authEnv, tok, method, path, body string) []byte {
 // its retirement of the old node) and extraction at turn close, where the
 // closer writes (kurad itself for a timeout).
 func TestAuthA_WrittenBy(t *testing.T) {
+	t.Parallel()
 	e := startAuthKurad(t, nil)
 	mem := "/v1/scopes/alpha/memory/nodes"
 	v1 := decodeAs[nodeAnswer](t, mustBytes(e, tWA, "POST", mem, `{"kind":"fact","id":"w","summary":"one"}`))

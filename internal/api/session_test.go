@@ -281,6 +281,7 @@ func TestTurn_FiftyConcurrentOpens(t *testing.T) {
 }
 
 func TestTurn_DeadlineClosesAsTimeout(t *testing.T) {
+	t.Parallel()
 	c, _ := newDaemon(t)
 	s := decode[kura.Session](t, c.mustPost("/v1/sessions", `{"project":"hashi","name":"slow"}`, 201))
 	tr := decode[kura.Turn](t, c.mustPost("/v1/sessions/"+s.ID+"/turns", `{"instruction":{"content":"hurry","author_id":"user:oles"},"deadline_seconds":1}`, 201))
