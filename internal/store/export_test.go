@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/kura-memory/kura/internal/kura"
@@ -47,4 +48,16 @@ func (db *DB) PrepareWriterStatements() error {
 		s.Close()
 	}
 	return nil
+}
+
+// WriterStatementsPrepared is how many statements the writer holds
+// prepared on its connection, read inside a write (the writer's goroutine
+// owns them).
+func (db *DB) WriterStatementsPrepared(ctx context.Context) (int, error) {
+	var n int
+	err := db.Update(ctx, func(tx *Tx) error {
+		n = len(tx.db.wstmts.prepared)
+		return nil
+	})
+	return n, err
 }

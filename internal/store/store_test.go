@@ -657,3 +657,37 @@ func TestStore_WriterStatementsPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStore_WriterPreparesWhatItRuns: a store starts with no writer
+// statement prepared; the statements a write runs are prepared on the
+// writer's connection once it has committed, and the next write of the
+// same kind adds none.
+func TestStore_WriterPreparesWhatItRuns(t *testing.T) {
+	t.Parallel()
+	db := MustOpenStore(t)
+	ctx := context.Background()
+	prepared := func() int {
+		t.Helper()
+		n, err := db.WriterStatementsPrepared(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := prepared(); n != 0 {
+		t.Fatalf("%d statements prepared before any write, want 0", n)
+	}
+	if _, err := db.CreateRecords(ctx, []kura.RecordInput{thought(1)}); err != nil {
+		t.Fatal(err)
+	}
+	after := prepared()
+	if after == 0 {
+		t.Fatal("no statement prepared after a record write")
+	}
+	if _, err := db.CreateRecords(ctx, []kura.RecordInput{thought(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := prepared(); n != after {
+		t.Errorf("a second record write changed the prepared statements: %d, want %d", n, after)
+	}
+}
