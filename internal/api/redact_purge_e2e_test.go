@@ -77,28 +77,31 @@ func TestAPI_RedactPurgesWhileASlowClientReads(t *testing.T) {
 	rand.Read(nonce)
 	marker := "KURA-SECRET-" + hex.EncodeToString(nonce)
 	// A page of 1,000 records of 12 KiB: far more than the socket buffers
-	// between kurad and a client that does not read hold.
-	const n, per = 1000, 200
+	// between kurad and a client that does not read hold (about 3 MB
+	// here). A ledger may list a record more than once: 100 records, each
+	// 10 times, make the 12 MB page for a tenth of the writes. The secret
+	// is one of them, listed once, in the middle.
+	const n, distinct = 1000, 100
 	pad := strings.Repeat("p", 12<<10)
-	var ids []string
-	var secret string
-	for b := 0; b < n/per; b++ {
-		var recs []string
-		for i := 0; i < per; i++ {
-			text := fmt.Sprintf("record %d %s", b*per+i, pad)
-			if b*per+i == n/2 {
-				text = "the key is " + marker + " " + pad
-			}
-			recs = append(recs, fmt.Sprintf(`{"type":"agent.thought","content":{"text":%q},"author_id":"agent:bmo"}`, text))
+	var recs []string
+	for i := 0; i < distinct; i++ {
+		text := fmt.Sprintf("record %d %s", i, pad)
+		if i == distinct/2 {
+			text = "the key is " + marker + " " + pad
 		}
-		out := decode[struct{ Records []struct{ ID string } }](t, c.mustPost("/v1/records/batch", `{"records":[`+strings.Join(recs, ",")+`]}`, 201))
-		for i, r := range out.Records {
-			ids = append(ids, r.ID)
-			if b*per+i == n/2 {
-				secret = r.ID
-			}
-		}
+		recs = append(recs, fmt.Sprintf(`{"type":"agent.thought","content":{"text":%q},"author_id":"agent:bmo"}`, text))
 	}
+	out := decode[struct{ Records []struct{ ID string } }](t, c.mustPost("/v1/records/batch", `{"records":[`+strings.Join(recs, ",")+`]}`, 201))
+	secret := out.Records[distinct/2].ID
+	var ids []string
+	for i := 0; i < n; i++ {
+		id := out.Records[i%distinct].ID
+		if id == secret {
+			id = out.Records[0].ID
+		}
+		ids = append(ids, id)
+	}
+	ids[n/2] = secret
 	l := decode[struct{ ID string }](t, c.mustPost("/v1/ledgers", `{"label":"big","record_ids":["`+strings.Join(ids, `","`)+`"]}`, 201))
 	if got := filesHolding(t, d.Config.DataDir, marker); len(got) == 0 {
 		t.Fatal("the marker is in no file before the redaction; the test would prove nothing")
