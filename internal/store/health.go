@@ -194,7 +194,8 @@ const walTruncateFrames = 2 * walKickPages
 // commits that overwrite allocated space sync faster than commits that
 // grow the file. Writes wait for it (milliseconds); a
 // long reader (a backup, a large verify) makes it give up after
-// walTruncateWait and try again a second later, rather than stall writes.
+// walTruncateWait and try again a second (WALTruncateRetry) later, rather
+// than stall writes.
 func (db *DB) truncateWAL() {
 	if db.walLog.Load() < int64(db.cfg.WALTruncateFrames) || time.Now().Before(db.walRetryAt) {
 		return
@@ -207,14 +208,14 @@ func (db *DB) truncateWAL() {
 	defer db.ckptMu.Unlock()
 	ctx := context.Background()
 	if _, err := db.wdb.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", walTruncateWait.Milliseconds())); err != nil {
-		db.walRetryAt = time.Now().Add(time.Second)
+		db.walRetryAt = time.Now().Add(db.cfg.WALTruncateRetry)
 		return
 	}
 	var busy, logFrames, done int
 	err := db.wdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &logFrames, &done)
 	db.wdb.ExecContext(ctx, "PRAGMA busy_timeout = 10000")
 	if err != nil || busy != 0 {
-		db.walRetryAt = time.Now().Add(time.Second)
+		db.walRetryAt = time.Now().Add(db.cfg.WALTruncateRetry)
 		db.log.Debug("WAL truncation postponed", "busy", busy, "err", err)
 		return
 	}

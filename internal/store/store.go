@@ -63,6 +63,9 @@ type Config struct {
 	// WALTruncateFrames is the WAL length in frames past which the writer
 	// truncates it between batches (0: walTruncateFrames).
 	WALTruncateFrames int
+	// WALTruncateRetry is how long the writer waits before it tries again
+	// to truncate a WAL that readers kept it from truncating (0: a second).
+	WALTruncateRetry time.Duration
 	// RedactPurgeWait is how long a redaction retries purging the content
 	// from the files before it answers that the purge is pending (0:
 	// defaultRedactPurgeWait).
@@ -221,6 +224,9 @@ func New(cfg Config) *DB {
 	}
 	if cfg.WALTruncateFrames <= 0 {
 		cfg.WALTruncateFrames = walTruncateFrames
+	}
+	if cfg.WALTruncateRetry <= 0 {
+		cfg.WALTruncateRetry = time.Second
 	}
 	if cfg.RedactPurgeWait <= 0 {
 		cfg.RedactPurgeWait = defaultRedactPurgeWait
