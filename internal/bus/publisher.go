@@ -418,6 +418,12 @@ func (p *Publisher) saver(saved int64) {
 		if seq <= saved {
 			return
 		}
+		// Disconnected (the server went away; the client reconnects),
+		// no flush can prove anything: keep the old cursor at once rather
+		// than wait out the flush's timeout (a shutdown would).
+		if !p.nc.IsConnected() {
+			return
+		}
 		if err := p.nc.FlushTimeout(5 * time.Second); err != nil {
 			return // not proven delivered: keep the old cursor
 		}

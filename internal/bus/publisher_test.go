@@ -334,6 +334,35 @@ func TestPublisher_ResumesFromSavedCursor(t *testing.T) {
 	wantRun(t, seqs(t, sub2.wait(t, 1)), total+1, total+1)
 }
 
+// With the NATS server gone (the client reconnects), no flush can prove
+// the events the client took delivered: Close keeps the cursor where it
+// was and returns at once, instead of waiting out the flush's 5 s timeout
+// (a kurad's shutdown did).
+func TestPublisher_CloseWithTheServerGone(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "kura.db")
+	d, _ := startDoorbell(t, path, newKey(t), PublisherConfig{SaveEvery: time.Hour}, nil)
+	ctx := context.Background()
+	if _, err := d.db.CreateRecords(ctx, records(3, 0)); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(10*time.Second, func() bool { return d.pub.PublishedSeq() == 3 })
+	if err := d.bus.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(10*time.Second, func() bool { return d.pub.nc.IsReconnecting() })
+	start := time.Now()
+	if err := d.pub.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("Close with the server gone took %s, want at once", took)
+	}
+	if saved, err := d.db.PublishedSeq(ctx); err != nil || saved != 0 {
+		t.Errorf("saved cursor %d (%v), want 0: nothing proved the events delivered", saved, err)
+	}
+}
+
 // The restart replay itself, seen by a subscriber that is there from the
 // start: exactly the events after the saved cursor, in order.
 func TestPublisher_ReplayAfterRestartIsTheMissingEvents(t *testing.T) {
