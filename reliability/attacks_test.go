@@ -43,18 +43,7 @@ var (
 // kuraBinary builds cmd/kura once for the attack tests.
 func kuraBinary(t *testing.T) string {
 	t.Helper()
-	kuraOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kura-attacks")
-		if err != nil {
-			kuraErr = err
-			return
-		}
-		kuraBin = filepath.Join(dir, "kura")
-		out, err := exec.Command("go", "build", "-o", kuraBin, "github.com/kura-memory/kura/cmd/kura").CombinedOutput()
-		if err != nil {
-			kuraErr = fmt.Errorf("build kura: %v\n%s", err, out)
-		}
-	})
+	kuraOnce.Do(func() { kuraBin, kuraErr = kuradtest.Build("github.com/kura-memory/kura/cmd/kura") })
 	if kuraErr != nil {
 		t.Fatal(kuraErr)
 	}

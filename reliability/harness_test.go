@@ -25,15 +25,13 @@ var kuradBin string
 // as a separate process so that SIGKILL, a full disk and a damaged file
 // hit the shipped program.
 func TestMain(m *testing.M) {
-	bin, cleanup, err := kuradtest.BuildKurad("kura-reliability")
+	bin, err := kuradtest.BuildKurad()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	kuradBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 type proc = kuradtest.Proc

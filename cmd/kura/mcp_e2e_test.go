@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,15 +15,13 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// buildKura builds this command into a temporary directory: "kura mcp" is
+// buildKura builds this command (kuradtest.Build, shared): "kura mcp" is
 // spawned by its client as a separate process, and tested that way.
 func buildKura(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kura")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("build kura: %v", err)
+	bin, err := kuradtest.Build("github.com/kura-memory/kura/cmd/kura")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -28,15 +28,13 @@ var kuradBin string
 // TestMain builds the real kurad binary once; the tests run it as a
 // separate process so that SIGKILL and SIGTERM are real.
 func TestMain(m *testing.M) {
-	bin, cleanup, err := kuradtest.BuildKurad("kurad-test")
+	bin, err := kuradtest.BuildKurad()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	kuradBin = bin
-	code := pgtest.Main(m) // stops the PostgreSQL server of KURA_TEST_STORE=postgres
-	cleanup()
-	os.Exit(code)
+	os.Exit(pgtest.Main(m)) // stops the PostgreSQL server of KURA_TEST_STORE=postgres
 }
 
 type proc = kuradtest.Proc

@@ -2,12 +2,14 @@ package kuradtest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,23 +18,52 @@ import (
 	"github.com/kura-memory/kura/internal/testwait"
 )
 
-// BuildKurad builds the real kurad binary into a temporary directory, for
-// a TestMain that runs it as a separate process (so that SIGKILL, SIGTERM,
-// a full disk and a damaged file hit the shipped program). The Go build
-// cache makes a rebuild of an unchanged tree cheap. cleanup removes it.
-func BuildKurad(prefix string) (bin string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", prefix)
+// BuildKurad builds the real kurad binary, for a TestMain that runs it as
+// a separate process (so that SIGKILL, SIGTERM, a full disk and a damaged
+// file hit the shipped program). See Build: the binary is shared.
+func BuildKurad() (string, error) { return Build("github.com/kura-memory/kura/cmd/kurad") }
+
+// Build builds the command pkg (an import path) with `go build` into one
+// directory that every test binary of this user shares, and returns its
+// path. go build links again only when the program is out of date, so the
+// packages that run kurad or kura as processes link each once per change,
+// not once per package and test (three seconds of two cores each). The
+// directory is this source tree's (another checkout builds its own); a
+// lock file serialises the packages go test runs at the same time; go
+// build replaces an out-of-date file by a new one, so a process still
+// running the old one is not disturbed.
+func Build(pkg string) (string, error) {
+	dir, err := sharedBinDir()
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
-	bin = filepath.Join(dir, "kurad")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/kura-memory/kura/cmd/kurad")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("build kurad: %w", err)
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	lock, err := os.OpenFile(bin+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", err
 	}
-	return bin, func() { os.RemoveAll(dir) }, nil
+	defer lock.Close() // closing drops the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+	}
+	return bin, nil
+}
+
+// sharedBinDir is the directory Build writes to: one per user and source
+// tree, named after where this file was compiled from (a tree built with
+// -trimpath gets a directory of its own per process instead).
+func sharedBinDir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return os.MkdirTemp("", "kura-test-bin")
+	}
+	sum := sha256.Sum256([]byte(filepath.Dir(file)))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("kura-test-bin-%d-%x", os.Getuid(), sum[:6]))
+	return dir, os.MkdirAll(dir, 0o700)
 }
 
 // Proc is one running kurad process.

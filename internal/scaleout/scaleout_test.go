@@ -481,11 +481,10 @@ func oneWinner(codes [2]int) bool {
 // dead one saved, so a subscriber hears every event (some twice: delivery
 // is at least once).
 func TestScaleOut_OutboxLeaderKilledLosesNoEvent(t *testing.T) {
-	bin, cleanup, err := kuradtest.BuildKurad("kurad-scaleout")
+	bin, err := kuradtest.BuildKurad()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(cleanup)
 	url := pgtest.URL(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
 	key := filepath.Join(dirA, "kurad.key")
