@@ -17,8 +17,8 @@ FUZZTIME_CI ?= 2000x
 #   without the race detector. Every connection is opened with
 #   SQLITE_OPEN_FULLMUTEX and libc's mutexes are Go sync.Mutex (watched), so
 #   a race the detector could find in there is one inside SQLite, under its
-#   own locking, not one in Kura; watching it was a third of the CPU of the
-#   suite and most of the store's.
+#   own locking, not one in Kura; watching it was a third of the suite's
+#   time and most of the store's.
 # `make test RACE=-race` watches everything.
 RACE    := -race -gcflags='modernc.org/...=-d=checkptr=0' \
 	-gcflags='modernc.org/sqlite/lib=-race=false' -gcflags='modernc.org/libc/...=-race=false'
