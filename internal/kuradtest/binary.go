@@ -24,7 +24,7 @@ import (
 func BuildKurad() (string, error) { return Build("github.com/kura-memory/kura/cmd/kurad") }
 
 // Build builds the command pkg (an import path) with `go build` into one
-// directory that every test binary of this user shares, and returns its
+// directory that every test binary of this user and tree shares, and returns its
 // path. go build links again only when the program is out of date, so the
 // packages that run kurad or kura as processes link each once per change,
 // not once per package and test (three seconds of two cores each). The
@@ -53,16 +53,19 @@ func Build(pkg string) (string, error) {
 	return bin, nil
 }
 
-// sharedBinDir is the directory Build writes to: one per user and source
-// tree, named after where this file was compiled from (a tree built with
-// -trimpath gets a directory of its own per process instead).
+// sharedBinDir is the directory Build writes to: one per source tree
+// (named after where this file was compiled from) in the user's cache
+// directory, beside Go's build cache, where no other user can put a
+// program of theirs. A tree built with -trimpath, or a user without a
+// cache directory, gets a temporary directory per test binary instead.
 func sharedBinDir() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
-	if !ok || !filepath.IsAbs(file) {
+	cache, err := os.UserCacheDir()
+	if !ok || !filepath.IsAbs(file) || err != nil {
 		return os.MkdirTemp("", "kura-test-bin")
 	}
 	sum := sha256.Sum256([]byte(filepath.Dir(file)))
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("kura-test-bin-%d-%x", os.Getuid(), sum[:6]))
+	dir := filepath.Join(cache, "kura-test-bin", fmt.Sprintf("%x", sum[:6]))
 	return dir, os.MkdirAll(dir, 0o700)
 }
 
