@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	"github.com/kura-memory/kura/internal/testwait"
 	"github.com/kura-memory/kura/internal/witness"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -398,6 +400,13 @@ func TestScaleOut_TwoKuradsOneDatabase(t *testing.T) {
 	if a, b := strings.Split(notes[0], "\n")[2], strings.Split(notes[1], "\n")[2]; a != b {
 		t.Fatalf("roots differ at size %d: %s on a, %s on b", last, a, b)
 	}
+	// And that root is the tree of the leaves themselves, rebuilt here
+	// from their data: each kurad took up the other's leaves from what the
+	// write lock handed it (kura_write_lock), and a wrong frontier would
+	// have stored wrong interior hashes both kurads then agree on.
+	if got, want := rebuiltRoot(t, p.b, last), strings.Split(notes[0], "\n")[2]; got != want {
+		t.Fatalf("the leaves of the log hash to %s; both kurads sign %s", got, want)
+	}
 	// One more event, written on b, as a barrier: once it is heard,
 	// nothing published before it can still arrive a second time.
 	mustCall(t, p.b, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"barrier"}}`, 201)
@@ -426,6 +435,26 @@ func TestScaleOut_TwoKuradsOneDatabase(t *testing.T) {
 	}
 	if orphans != 0 || dangling != 0 {
 		t.Fatalf("%d records without their event, %d events naming no record (of %d records)", orphans, dangling, records)
+	}
+	// Each kurad counts what the other committed too (it learns of it
+	// when it takes the write lock, or from its poller): /v1/info's
+	// counts are the database's, whichever kurad is asked.
+	var events, ledgers int
+	if err := db.QueryRow("SELECT count(*), count(*) FILTER (WHERE type = 'ledger.written') FROM events").Scan(&events, &ledgers); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("records %d, ledgers %d, events %d", records, ledgers, events)
+	for _, d := range nodes {
+		var got string
+		counted := testwait.Until(testwait.Default, func() bool {
+			var info struct{ Counts map[string]int64 }
+			getJSON(t, d.BaseURL()+"/v1/info", &info)
+			got = fmt.Sprintf("records %d, ledgers %d, events %d", info.Counts["records"], info.Counts["ledgers"], info.Counts["events"])
+			return got == want
+		})
+		if !counted {
+			t.Fatalf("%s counts %s; the database holds %s", d.BaseURL(), got, want)
+		}
 	}
 }
 
@@ -566,6 +595,59 @@ func getJSON(t *testing.T, url string, v any) {
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// rebuiltRoot is the base64 root of the tree of d's first size leaves,
+// each hashed from its data (GET /v1/log/leaves).
+func rebuiltRoot(t *testing.T, d *kuradtest.Daemon, size int64) string {
+	t.Helper()
+	var stored memHashes
+	for start := int64(0); start < size; start += store.MaxLogLeaves {
+		end := min(size, start+store.MaxLogLeaves)
+		var page struct {
+			Leaves []struct {
+				Index int64  `json:"index"`
+				Data  []byte `json:"data"`
+			} `json:"leaves"`
+		}
+		getJSON(t, fmt.Sprintf("%s/v1/log/leaves?start=%d&end=%d", d.BaseURL(), start, end), &page)
+		if int64(len(page.Leaves)) != end-start {
+			t.Fatalf("leaves [%d, %d): %d answered", start, end, len(page.Leaves))
+		}
+		for _, l := range page.Leaves {
+			if l.Index != int64(len(stored.leaves)) || len(l.Data) == 0 {
+				t.Fatalf("leaf %d (want %d) without data", l.Index, len(stored.leaves))
+			}
+			hs, err := tlog.StoredHashes(l.Index, l.Data, &stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored.hashes = append(stored.hashes, hs...)
+			stored.leaves = append(stored.leaves, l.Data)
+		}
+	}
+	root, err := tlog.TreeHash(size, &stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(root[:])
+}
+
+// memHashes is a tree's stored hashes in memory, in tlog's order.
+type memHashes struct {
+	hashes []tlog.Hash
+	leaves [][]byte
+}
+
+func (m *memHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		if x >= int64(len(m.hashes)) {
+			return nil, fmt.Errorf("stored hash %d not yet computed", x)
+		}
+		out[i] = m.hashes[x]
+	}
+	return out, nil
 }
 
 // checkpointBody is d's current signed checkpoint: origin, size, root, ...

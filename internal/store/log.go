@@ -289,9 +289,11 @@ func ValidOrigin(s string) bool {
 	return true
 }
 
-func (db *DB) loadFrontier(ctx context.Context, q queryer, size int64) error {
+// loadFrontier reads the frontier of a tree of size leaves: from known
+// (stored hashes already read, by index) where it can, else through q.
+func (db *DB) loadFrontier(ctx context.Context, q queryer, size int64, known ...map[int64]tlog.Hash) error {
 	idx := frontierIndexes(size)
-	hs, err := hashReader{ctx: ctx, q: q}.ReadHashes(idx)
+	hs, err := hashReader{ctx: ctx, q: q, maps: known}.ReadHashes(idx)
 	if err != nil {
 		return fmt.Errorf("open log: tree of %d leaves: %w", size, err)
 	}
@@ -347,7 +349,7 @@ func (db *DB) backfillLog(ctx context.Context) error {
 		for int64(len(events))+db.logs.size < upper {
 			events = append(events, kura.Event{Seq: int64(len(events)) + db.logs.size + 1})
 		}
-		if err := db.appendLog(ctx, tx, events); err != nil {
+		if err := db.appendLog(ctx, tx, events, nil); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("log backfill: %w", err)
 		}
@@ -368,11 +370,12 @@ func stubLeaf(e *kura.Event) ([]byte, error) {
 
 // appendLog writes the leaves of events (consecutive seqs right after the
 // tree's current size) into tx and prepares the tree they make; it
-// becomes the tree when tx commits (logCommitted).
-func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event) error {
+// becomes the tree when tx commits (logCommitted). lead, on PostgreSQL,
+// is an insert that goes out with the first of them (or alone).
+func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event, lead *leadStmt) error {
 	db.logs.next.size, db.logs.next.frontier = db.logs.size, db.logs.frontier
 	if db.logs.off || len(events) == 0 {
-		return nil
+		return lead.exec(ctx, tx)
 	}
 	n := db.logs.size
 	if events[0].Seq != n+1 {
@@ -435,6 +438,8 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event) er
 		}
 		if db.pg != nil {
 			// pgx's statement cache serves (Tx.stmt).
+			q, args = lead.with(q, args)
+			lead = nil
 			_, err = tx.ExecContext(ctx, q, args...)
 		} else {
 			st, ok := bound[q]

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/kura-memory/kura/internal/kura"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // PostgreSQL store: the same DB, statements and rules as on SQLite, with
@@ -161,33 +162,57 @@ func (db *DB) migratePG(ctx context.Context) error {
 
 // pgLockWrites takes the write lock in a group transaction, catches up
 // with what other instances committed since this one last wrote, and
-// returns the newest event's seq: the batch numbers its events from there.
-func (db *DB) pgLockWrites(ctx context.Context, tx *sql.Tx) (int64, error) {
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(pgWriteLockKey)); err != nil {
-		return 0, fmt.Errorf("write lock: %w", err)
+// returns the newest event's seq (the batch numbers its events from
+// there) and how long PostgreSQL kept it waiting for the lock. The lock
+// and the catch-up are one statement (migrations_pg/0003_write_lock.sql):
+// each round trip made while holding the lock is time no instance commits.
+func (db *DB) pgLockWrites(ctx context.Context, tx *sql.Tx) (int64, time.Duration, error) {
+	known := db.lastSeq.Load()
+	rows, err := tx.QueryContext(ctx, "SELECT k_waited_us, k_seq, k_size, k_records, k_ledgers, k_events, k_leaf, k_hashes FROM kura_write_lock(?, ?, ?, ?, ?, ?)",
+		int64(pgWriteLockKey), known, db.logs.size, !db.logs.off, kura.EventRecordWritten, kura.EventLedgerWritten)
+	if err != nil {
+		return 0, 0, fmt.Errorf("write lock: %w", err)
 	}
-	var seq sql.NullInt64
-	if err := tx.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err != nil {
-		return 0, fmt.Errorf("write lock: %w", err)
-	}
-	if !db.logs.off {
-		var size int64
-		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(leaf) + 1, 0) FROM log_hashes").Scan(&size); err != nil {
-			return 0, fmt.Errorf("write lock: %w", err)
+	var waited, seq, size int64
+	var c seqCounts
+	var stored map[int64]tlog.Hash // the new frontier's rows, by stored hash index
+	for rows.Next() {
+		var leaf sql.NullInt64
+		var hashes []byte
+		if err := rows.Scan(&waited, &seq, &size, &c.records, &c.ledgers, &c.events, &leaf, &hashes); err != nil {
+			rows.Close()
+			return 0, 0, fmt.Errorf("write lock: %w", err)
 		}
-		if size != db.logs.size {
-			// Another instance appended leaves: this one's tree, and the
-			// head its checkpoints and proofs serve, move to them.
-			if err := db.loadFrontier(ctx, tx, size); err != nil {
-				return 0, err
-			}
-			if err := db.publishHead(ctx); err != nil {
-				return 0, err
-			}
+		if !leaf.Valid {
+			continue
+		}
+		if stored == nil {
+			stored = map[int64]tlog.Hash{}
+		}
+		// A leaf's row holds the hashes its append stored: level L's is
+		// the block of 2^L leaves it completed (hashReader.ReadHashes).
+		for l := 0; (l+1)*tlog.HashSize <= len(hashes); l++ {
+			stored[tlog.StoredHashIndex(l, ((leaf.Int64+1)>>l)-1)] = tlog.Hash(hashes[l*tlog.HashSize : (l+1)*tlog.HashSize])
 		}
 	}
-	db.advanceSeq(ctx, tx, seq.Int64)
-	return seq.Int64, nil
+	if err := rows.Close(); err != nil {
+		return 0, 0, fmt.Errorf("write lock: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, fmt.Errorf("write lock: %w", err)
+	}
+	if !db.logs.off && size != db.logs.size {
+		// Another instance appended leaves: this one's tree, and the head
+		// its checkpoints and proofs serve, move to them.
+		if err := db.loadFrontier(ctx, tx, size, stored); err != nil {
+			return 0, 0, err
+		}
+		if err := db.publishHead(ctx); err != nil {
+			return 0, 0, err
+		}
+	}
+	db.advanceSeqCounted(ctx, tx, known, seq, c)
+	return seq, time.Duration(waited) * time.Microsecond, nil
 }
 
 // isLockWaitBroken reports whether err is PostgreSQL breaking a deadlock
@@ -203,10 +228,12 @@ func isLockWaitBroken(err error) bool {
 var pgEventRows = newMultiRow("INSERT INTO events(seq, id, type, project, subject, refs, created_at, digest) VALUES ", 8, 200)
 
 // pgInsertEvents writes the events of a batch's successful jobs before it
-// commits: what SQLite's writer inserts one by one as the jobs run.
-func (db *DB) pgInsertEvents(ctx context.Context, tx *sql.Tx, bound map[string]*sql.Stmt, events []kura.Event) error {
+// commits: what SQLite's writer inserts one by one as the jobs run. The
+// last statement's rows are not sent but returned: the log's first insert
+// takes them along (appendLog), a round trip less under the write lock.
+func (db *DB) pgInsertEvents(ctx context.Context, tx *sql.Tx, bound map[string]*sql.Stmt, events []kura.Event) (*leadStmt, error) {
 	if len(events) == 0 {
-		return nil
+		return nil, nil
 	}
 	args := make([]any, 0, 8*len(events))
 	for i := range events {
@@ -217,8 +244,42 @@ func (db *DB) pgInsertEvents(ctx context.Context, tx *sql.Tx, bound map[string]*
 		}
 		args = append(args, e.Seq, e.ID, e.Type, e.Project, e.Subject, string(refsJSON(e.Refs)), e.CreatedAt, stored)
 	}
-	return pgEventRows.exec(&Tx{db: db, tx: tx, ctx: ctx, bound: bound}, args)
+	per := pgEventRows.cols * pgEventRows.chunk
+	last := (len(args) - 1) / per * per
+	if err := pgEventRows.exec(&Tx{db: db, tx: tx, ctx: ctx, bound: bound}, args[:last]); err != nil {
+		return nil, err
+	}
+	return &leadStmt{q: pgEventRows.sql((len(args) - last) / pgEventRows.cols), args: args[last:]}, nil
 }
+
+// leadStmt is an insert held back to go out as a WITH clause of the next
+// statement: PostgreSQL runs a data-modifying WITH to completion whether
+// or not the statement reads it.
+type leadStmt struct {
+	q    string
+	args []any
+}
+
+// with is q (whose arguments are args) with l's insert in front.
+func (l *leadStmt) with(q string, args []any) (string, []any) {
+	if l == nil {
+		return q, args
+	}
+	return "WITH lead AS (" + l.q + ") " + q, append(l.args[:len(l.args):len(l.args)], args...)
+}
+
+// exec sends l alone; nil sends nothing.
+func (l *leadStmt) exec(ctx context.Context, tx *sql.Tx) error {
+	if l == nil {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, l.q, l.args...)
+	return err
+}
+
+// seqCounts are the events committed between two seqs, and how many of
+// them wrote a record or a ledger.
+type seqCounts struct{ records, ledgers, events int64 }
 
 // advanceSeq moves what this instance knows of the feed to seq, counting
 // the records, ledgers and events committed elsewhere since.
@@ -232,34 +293,53 @@ func (db *DB) advanceSeq(ctx context.Context, q queryer, seq int64) {
 		if err != nil {
 			return // the next poll or write tries again
 		}
-		var recs, ledgers, all int64
+		var c seqCounts
 		for rows.Next() {
 			var typ string
 			var n int64
 			if rows.Scan(&typ, &n) != nil {
 				continue
 			}
-			all += n
+			c.events += n
 			switch typ {
 			case kura.EventRecordWritten:
-				recs += n
+				c.records += n
 			case kura.EventLedgerWritten:
-				ledgers += n
+				c.ledgers += n
 			}
 		}
 		rows.Close()
-		if !db.lastSeq.CompareAndSwap(last, seq) {
-			continue // the writer or the poller moved first: count from there
+		if db.moveSeq(last, seq, c) {
+			return
 		}
-		db.counts.records.Add(recs)
-		db.counts.ledgers.Add(ledgers)
-		db.counts.events.Add(all)
-		db.evMu.Lock()
-		close(db.evCh)
-		db.evCh = make(chan struct{})
-		db.evMu.Unlock()
+		// The writer or the poller moved first: count from there.
+	}
+}
+
+// advanceSeqCounted is advanceSeq for a writer that counted the events
+// after from already (kura_write_lock); if the poller moved the feed
+// since, the count no longer fits and advanceSeq counts again.
+func (db *DB) advanceSeqCounted(ctx context.Context, q queryer, from, seq int64, c seqCounts) {
+	if seq > from && db.moveSeq(from, seq, c) {
 		return
 	}
+	db.advanceSeq(ctx, q, seq)
+}
+
+// moveSeq moves the feed from last to seq with the counts of the events
+// between, and wakes its readers; false when it was not at last.
+func (db *DB) moveSeq(last, seq int64, c seqCounts) bool {
+	if !db.lastSeq.CompareAndSwap(last, seq) {
+		return false
+	}
+	db.counts.records.Add(c.records)
+	db.counts.ledgers.Add(c.ledgers)
+	db.counts.events.Add(c.events)
+	db.evMu.Lock()
+	close(db.evCh)
+	db.evCh = make(chan struct{})
+	db.evMu.Unlock()
+	return true
 }
 
 // pgCatchUpSeq moves LastEventSeq to the newest event committed by any

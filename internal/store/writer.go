@@ -378,13 +378,19 @@ func (db *DB) runOnce(batch []*job, savepoints, retry bool) (done, again bool) {
 	var events []kura.Event
 	var seqs *seqCounter
 	locked := db.pg == nil
+	// asked is when the batch asked for PostgreSQL's write lock, waited
+	// how long it waited for it.
+	var asked time.Time
+	var waited time.Duration
 	// lock takes PostgreSQL's write lock and numbers the events the
 	// lock-free jobs wrote before it.
 	lock := func() error {
-		last, err := db.pgLockWrites(ctx, sqlTx)
+		asked = time.Now()
+		last, w, err := db.pgLockWrites(ctx, sqlTx)
 		if err != nil {
 			return err
 		}
+		waited = w
 		for i := range events {
 			events[i].Seq = last + 1 + int64(i)
 		}
@@ -523,8 +529,9 @@ func (db *DB) runOnce(batch []*job, savepoints, retry bool) (done, again bool) {
 			return lockFailed(err)
 		}
 	}
+	var lead *leadStmt // the events' last rows, sent with the log's first (appendLog)
 	if db.pg != nil {
-		if err := db.pgInsertEvents(ctx, sqlTx, bound, events); err != nil {
+		if lead, err = db.pgInsertEvents(ctx, sqlTx, bound, events); err != nil {
 			sqlTx.Rollback()
 			db.failAll(batch, start, db.writeErr(fmt.Errorf("events: %w", err)))
 			return true, false
@@ -535,7 +542,7 @@ func (db *DB) runOnce(batch []*job, savepoints, retry bool) (done, again bool) {
 		db.failAll(batch, start, db.writeErr(fmt.Errorf("search index: %w", err)))
 		return true, false
 	}
-	if err := db.appendLog(ctx, sqlTx, events); err != nil {
+	if err := db.appendLog(ctx, sqlTx, events, lead); err != nil {
 		sqlTx.Rollback()
 		db.failAll(batch, start, db.writeErr(fmt.Errorf("log: %w", err)))
 		return true, false
@@ -549,8 +556,11 @@ func (db *DB) runOnce(batch []*job, savepoints, retry bool) (done, again bool) {
 	}
 	end := time.Now()
 	db.logCommitted()
-	db.committed(batch, results, events, BatchStats{Jobs: len(batch), Committed: true,
-		Duration: end.Sub(start), Commit: end.Sub(commitStart)})
+	bs := BatchStats{Jobs: len(batch), Committed: true, Duration: end.Sub(start), Commit: end.Sub(commitStart)}
+	if db.pg != nil {
+		bs.LockWait, bs.LockHeld = waited, max(end.Sub(asked)-waited, 0)
+	}
+	db.committed(batch, results, events, bs)
 	return true, false
 }
 
@@ -656,6 +666,12 @@ type BatchStats struct {
 	// Commit is the COMMIT alone: writing the WAL frames and, with
 	// synchronous=FULL, the fsync. Zero unless Committed.
 	Commit time.Duration
+	// LockWait and LockHeld are, on PostgreSQL, how long the batch waited
+	// for the write lock the instances share (PostgreSQL's own measure)
+	// and how long it held it, until COMMIT returned: while one instance
+	// holds it no other commits, so the instances' LockHeld added up over
+	// a second is how busy the lock is. Zero on SQLite.
+	LockWait, LockHeld time.Duration
 }
 
 // BatchObserver receives the stats of every group transaction. The writer
