@@ -102,6 +102,20 @@ func registerStoreMetrics(reg *prometheus.Registry, db *store.DB, dbPath string)
 		Help:    "The COMMIT statement of committed group transactions alone: writing the WAL and, with synchronous=FULL, the fsync.",
 		Buckets: commitBuckets,
 	})
+	// On PostgreSQL the kurads on one database take turns for one write
+	// lock: the sum of lock_hold over every instance, per second, is how
+	// busy it is (near 1: adding kurads adds no write throughput).
+	lockWait := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kura_writer_lock_wait_duration_seconds",
+		Help:    "PostgreSQL only: how long committed group transactions waited for the write lock the kurads on one database share.",
+		Buckets: commitBuckets,
+	})
+	lockHold := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kura_writer_lock_hold_duration_seconds",
+		Help:    "PostgreSQL only: how long committed group transactions held the shared write lock, until COMMIT returned; no other kurad commits meanwhile.",
+		Buckets: commitBuckets,
+	})
+	pg := db.Postgres()
 	// Observe is a few atomic adds: cheap enough for the writer to call
 	// before it answers the batch.
 	db.OnBatch(func(bs store.BatchStats) {
@@ -111,7 +125,14 @@ func registerStoreMetrics(reg *prometheus.Registry, db *store.DB, dbPath string)
 		batchSize.Observe(float64(bs.Jobs))
 		commit.Observe(bs.Duration.Seconds())
 		commitSync.Observe(bs.Commit.Seconds())
+		if pg {
+			lockWait.Observe(bs.LockWait.Seconds())
+			lockHold.Observe(bs.LockHeld.Seconds())
+		}
 	})
+	if pg {
+		reg.MustRegister(lockWait, lockHold)
+	}
 	reg.MustRegister(
 		batchSize, commit, commitSync,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kura_writer_transactions_total", Help: "Group transactions committed by the writer."},

@@ -144,6 +144,25 @@ func TestMetrics_MoveWithWrites(t *testing.T) {
 			t.Errorf("%s_sum: got +%v, want time spent committing", h, got)
 		}
 	}
+	// The write lock the kurads on one database share is PostgreSQL's
+	// alone: every committed transaction waited for it and held it.
+	for _, h := range []string{"kura_writer_lock_wait_duration_seconds", "kura_writer_lock_hold_duration_seconds"} {
+		_, exported := after[h+"_count"]
+		if kuradtest.Store() != kuradtest.StorePostgres {
+			if exported {
+				t.Errorf("%s exported on SQLite, which has no shared write lock", h)
+			}
+			continue
+		}
+		if got, want := delta(h+"_count"), delta("kura_writer_transactions_total"); got != want || got < batches+1 {
+			t.Errorf("%s_count: got +%v, want +%v like kura_writer_transactions_total (at least %d)", h, got, want, batches+1)
+		}
+	}
+	if kuradtest.Store() == kuradtest.StorePostgres {
+		if got := delta("kura_writer_lock_hold_duration_seconds_sum"); got <= 0 || got > delta("kura_writer_commit_duration_seconds_sum") {
+			t.Errorf("write lock held +%vs: want more than 0, at most the transactions' +%vs", got, delta("kura_writer_commit_duration_seconds_sum"))
+		}
+	}
 	if got := after.sum("kura_writer_commit_sync_duration_seconds_sum"); got > after.sum("kura_writer_commit_duration_seconds_sum") {
 		t.Errorf("COMMIT alone took %vs, longer than whole transactions (%vs)", got, after.sum("kura_writer_commit_duration_seconds_sum"))
 	}

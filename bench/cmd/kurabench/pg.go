@@ -545,9 +545,9 @@ func printPG(w io.Writer, rep *Report) {
 		switch name {
 		case "pg_single_record", "pg_batch_1000":
 			ref := strings.TrimPrefix(name, "pg_")
-			lines = append(lines, fmt.Sprintf("  %s\t%s rows/s%s\tp50 %.2f / p99 %.2f ms\t%s", name, thousands(r.Median), ratio(r, ref), r.P50ms, r.P99ms, cpu(r.CPU)))
+			lines = append(lines, fmt.Sprintf("  %s\t%s rows/s%s\tp50 %.2f / p99 %.2f ms\t%s%s", name, thousands(r.Median), ratio(r, ref), r.P50ms, r.P99ms, cpu(r.CPU), writeLock(r)))
 		case "pg_two_kurads":
-			lines = append(lines, fmt.Sprintf("  %s\t%s rows/s%s\tp50 %.2f / p99 %.2f ms\t%s", name, thousands(r.Median), ratio(r, "pg_single_record"), r.P50ms, r.P99ms, cpu(r.CPU)))
+			lines = append(lines, fmt.Sprintf("  %s\t%s rows/s%s\tp50 %.2f / p99 %.2f ms\t%s%s", name, thousands(r.Median), ratio(r, "pg_single_record"), r.P50ms, r.P99ms, cpu(r.CPU), writeLock(r)))
 		case "pg_latency":
 			for _, op := range pgLatencyOps {
 				s, p := r.Ops[op+"_sqlite"], r.Ops[op+"_pg"]
@@ -572,4 +572,27 @@ func printPG(w io.Writer, rep *Report) {
 		fmt.Fprintf(w, "  server: PostgreSQL %s, fsync=%s, synchronous_commit=%s, full_page_writes=%s, wal_sync_method=%s, shared_buffers=%s\n",
 			settings["server_version"], settings["fsync"], settings["synchronous_commit"], settings["full_page_writes"], settings["wal_sync_method"], settings["shared_buffers"])
 	}
+}
+
+// writeLock says how busy the write lock the kurads share was in r's runs
+// (medians over the runs, from the kurads' metrics): the share of the
+// timed window some kurad held it, how long a transaction held it, and
+// the writes a transaction carried. Empty when the kurads did not report it.
+func writeLock(r *PhaseResult) string {
+	var busy, hold, batch []float64
+	for _, run := range r.Runs {
+		c := run.ServerCounters
+		tx := c["kura_writer_transactions_total"]
+		held, ok := c["kura_writer_lock_hold_duration_seconds_sum"]
+		if !ok || tx <= 0 || run.Seconds <= 0 {
+			continue
+		}
+		busy = append(busy, held/run.Seconds)
+		hold = append(hold, held/tx*1000)
+		batch = append(batch, c["kura_writer_jobs_total"]/tx)
+	}
+	if len(busy) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; write lock held %s of the time, %.2f ms a transaction of %.1f writes", pct(median(busy)), median(hold), median(batch))
 }

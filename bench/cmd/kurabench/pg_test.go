@@ -82,3 +82,32 @@ func TestPostgresCPU(t *testing.T) {
 		t.Fatal("postgresCPU(0) must be 0 (no server)")
 	}
 }
+
+// TestWriteLock checks the write lock's figures are medians over the runs
+// that reported them, and absent when none did (SQLite, an older kurad).
+func TestWriteLock(t *testing.T) {
+	run := func(seconds, held, tx, jobs float64) Run {
+		return Run{Seconds: seconds, ServerCounters: map[string]float64{
+			"kura_writer_lock_hold_duration_seconds_sum": held,
+			"kura_writer_transactions_total":             tx, "kura_writer_jobs_total": jobs}}
+	}
+	tests := []struct {
+		name string
+		runs []Run
+		want string
+	}{
+		{"three runs", []Run{run(10, 8, 4000, 64000), run(10, 6, 3000, 48000), run(10, 7, 3500, 70000)},
+			"; write lock held 70% of the time, 2.00 ms a transaction of 16.0 writes"},
+		{"one run without the metric", []Run{run(10, 5, 2500, 50000), {Seconds: 10, ServerCounters: map[string]float64{"kura_writer_transactions_total": 9}}},
+			"; write lock held 50% of the time, 2.00 ms a transaction of 20.0 writes"},
+		{"no metric", []Run{{Seconds: 10, ServerCounters: map[string]float64{"kura_writer_transactions_total": 9}}}, ""},
+		{"no transaction", []Run{run(10, 0, 0, 0)}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := writeLock(&PhaseResult{Runs: tc.runs}); got != tc.want {
+				t.Errorf("writeLock = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
