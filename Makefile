@@ -33,7 +33,7 @@ SLOW_PKGS := ./internal/api ./internal/ui ./reliability ./cmd/kura ./internal/st
 	./internal/scaleout ./internal/admission ./cmd/kurad ./internal/witness ./bench/cmd/kurabench ./internal/mcp
 
 .PHONY: all run build test check vet fmt-check cross smoke-cross dist install fuzz fuzz-ci bench bench-quick reliability soak clean \
-	test-postgres test-clients test-python test-typescript kurad-test console-screenshots
+	test-postgres firefox-deps test-clients test-python test-typescript kurad-test console-screenshots
 
 all: build
 
@@ -51,12 +51,17 @@ build:
 ## the Raspberry Pi cross builds smoke-tested under qemu-user. PostgreSQL
 ## (the Debian package's initdb and pg_ctl) and Chromium (the console's
 ## browser tests) are required, not skipped.
-test: vet
-	KURA_REQUIRE_POSTGRES=1 KURA_REQUIRE_CHROMIUM=1 $(GO) test $(RACE) -timeout 20m $(SLOW_PKGS) ./...
+test: vet firefox-deps
+	KURA_REQUIRE_POSTGRES=1 KURA_REQUIRE_CHROMIUM=1 KURA_REQUIRE_FIREFOX=1 $(GO) test $(RACE) -timeout 20m $(SLOW_PKGS) ./...
 	$(MAKE) test-postgres
 	$(MAKE) test-clients
 	$(MAKE) fuzz-ci
 	$(MAKE) smoke-cross
+
+## firefox-deps: puppeteer-core, from the committed lock, for the console's
+## check in Firefox (internal/ui TestConsole_Firefox); about 30 MB, no browser
+firefox-deps:
+	cd internal/ui/testdata/firefox && npm ci --no-audit --no-fund --loglevel=error
 
 ## check: formatting gate plus everything in test
 check: fmt-check test

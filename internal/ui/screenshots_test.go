@@ -32,47 +32,72 @@ func TestScreenshots(t *testing.T) {
 	p := openConsole(t, base, "/sessions")
 	p.do(chromedp.EmulateViewport(1200, 800))
 	raw, _ := ui.Sizes()
-	shot := func(name, route, ready string, dark bool, before ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if mod := viewModule(route); mod != "" && raw["views/"+mod] == 0 {
-			t.Logf("%s: no views/%s in this console, skipped", name, mod)
-			return
+	for _, v := range consoleViews(c) {
+		if mod := viewModule(v.route); mod != "" && raw["views/"+mod] == 0 {
+			t.Logf("%s: no views/%s in this console, skipped", v.name, mod)
+			continue
 		}
-		p.navigate(route)
+		p.navigate(v.route)
 		theme := "light"
-		if dark {
+		if v.dark {
 			theme = "dark"
 		}
 		p.do(chromedp.Evaluate[chromedp.Void](`document.documentElement.dataset.theme = "` + theme + `"`))
-		p.waitFor(`document.querySelector("main h1") !== null && !document.querySelector("main").innerText.includes("Loading") && (` + ready + `)`)
-		if len(before) > 0 {
-			p.do(before...)
+		p.waitFor(viewReady + ` && (` + v.ready + `)`)
+		for _, s := range v.steps {
+			p.do(chromedp.Click(chromedp.CSS(s.Click)), chromedp.Poll[chromedp.Void](s.Until))
 		}
 		p.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 		png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
 		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
+			t.Fatalf("screenshot %s: %v", v.name, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, v.name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s.png: %d bytes", name, len(png))
+		t.Logf("%s.png: %d bytes", v.name, len(png))
 	}
-	shot("sessions", "/sessions", `document.querySelectorAll("main tbody tr").length >= 2`, false)
-	shot("session", "/sessions/"+c.session, `document.querySelector('[data-kura-verify="ok"]') && document.querySelectorAll("[data-kura-ledger]").length === 4`, false)
-	shot("session-dark", "/sessions/"+c.session, `document.querySelector('[data-kura-verify="ok"]') && document.querySelectorAll("[data-kura-ledger]").length === 4`, true)
-	shot("ledger", "/ledgers/"+c.out[0], `document.querySelectorAll("#ledger-records tbody tr").length > 0`, false,
-		// The proof first: the verify answer above would move its button.
-		chromedp.Click(chromedp.CSS("#ledger-records tbody tr:nth-child(2) .prove")),
-		chromedp.Poll[chromedp.Void](`document.querySelector('[data-kura-proof]') !== null`),
-		chromedp.Click(chromedp.CSS("#verify-ledger")),
-		chromedp.Poll[chromedp.Void](`document.querySelector('main [data-kura-verify="ok"]') !== null`))
-	shot("record", "/records/"+c.outRecs[0][0], `document.querySelector("[data-kura-record-check]") !== null`, false)
-	shot("memory", "/memory/hashi", `true`, false)
-	shot("provenance", "/provenance/hashi/decision:ship-rest", `true`, false)
-	shot("kb", "/kb/runbook", `true`, false)
-	shot("events", "/events", `true`, false)
-	shot("log", "/log", `true`, false)
+}
+
+// viewReady is true once a view has drawn its answer: a heading, and no
+// "Loading" left in the main area.
+const viewReady = `document.querySelector("main h1") !== null && !document.querySelector("main").innerText.includes("Loading")`
+
+// consoleView is one of the console's main views as a person opens it on
+// the seeded kurad (seedScreenshotData): the route, what shows it is
+// drawn (JavaScript, with viewReady), and what they then click, each
+// click waited out (until). The screenshots and the Firefox check share
+// them.
+type consoleView struct {
+	name, route, ready string
+	dark               bool
+	steps              []viewStep
+}
+
+type viewStep struct {
+	Click string `json:"click"`
+	Until string `json:"until"`
+}
+
+func consoleViews(c chain) []consoleView {
+	session := `document.querySelector('[data-kura-verify="ok"]') && document.querySelectorAll("[data-kura-ledger]").length === 4`
+	return []consoleView{
+		{name: "sessions", route: "/sessions", ready: `document.querySelectorAll("main tbody tr").length >= 2`},
+		{name: "session", route: "/sessions/" + c.session, ready: session},
+		{name: "session-dark", route: "/sessions/" + c.session, ready: session, dark: true},
+		{name: "ledger", route: "/ledgers/" + c.out[0], ready: `document.querySelectorAll("#ledger-records tbody tr").length > 0`,
+			// The proof first: the verify answer above would move its button.
+			steps: []viewStep{
+				{"#ledger-records tbody tr:nth-child(2) .prove", `document.querySelector('[data-kura-proof]') !== null`},
+				{"#verify-ledger", `document.querySelector('main [data-kura-verify="ok"]') !== null`},
+			}},
+		{name: "record", route: "/records/" + c.outRecs[0][0], ready: `document.querySelector("[data-kura-record-check]") !== null`},
+		{name: "memory", route: "/memory/hashi", ready: `true`},
+		{name: "provenance", route: "/provenance/hashi/decision:ship-rest", ready: `true`},
+		{name: "kb", route: "/kb/runbook", ready: `true`},
+		{name: "events", route: "/events", ready: `true`},
+		{name: "log", route: "/log", ready: `true`},
+	}
 }
 
 // viewModule names the module a route is drawn by ("" for the shell's).
