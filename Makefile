@@ -59,7 +59,7 @@ test: vet firefox-deps
 	$(MAKE) smoke-cross
 
 ## firefox-deps: puppeteer-core, from the committed lock, for the console's
-## check in Firefox (internal/ui TestConsole_Firefox); about 30 MB, no browser
+## check in Firefox (internal/ui TestConsole_Firefox); about 60 MB, no browser
 firefox-deps:
 	cd internal/ui/testdata/firefox && npm ci --no-audit --no-fund --loglevel=error
 
