@@ -736,3 +736,42 @@ func call2(t *testing.T, d *kuradtest.Daemon) any {
 	_, info := call(t, d, "GET", "/v1/info", "")
 	return info["log"]
 }
+
+// TestScaleOut_LogOffThenOn: a kurad on PostgreSQL with the Merkle log off
+// (a benchmark's baseline) takes the write lock without reading the log
+// (kura_write_lock's with_log false) and still numbers its events with no
+// gap and counts them; the next start with the log on appends every event
+// it missed, and the tree is the one the leaves' data make.
+func TestScaleOut_LogOffThenOn(t *testing.T) {
+	url := pgtest.URL(t)
+	key := filepath.Join(t.TempDir(), "kurad.key")
+	start := func(off bool) *kuradtest.Daemon {
+		return kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) {
+			c.DatabaseURL, c.KeyFile, c.ReadPool, c.LogOff = url, key, 3, off
+		}})
+	}
+	off := start(true)
+	for i := range 5 {
+		mustCall(t, off, "POST", "/v1/records", fmt.Sprintf(`{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"log off %d"}}`, i), 201)
+	}
+	last := feed(t, off)
+	var info struct{ Counts map[string]int64 }
+	getJSON(t, off.BaseURL()+"/v1/info", &info)
+	if info.Counts["records"] != 5 || info.Counts["events"] != last {
+		t.Fatalf("with the log off: counts %v, feed ends at %d; want 5 records and every event", info.Counts, last)
+	}
+	if err := off.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	on := start(false)
+	mustCall(t, on, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"log on"}}`, 201)
+	last = feed(t, on)
+	note := checkpointBody(t, on)
+	if size := strings.Split(note, "\n")[1]; size != fmt.Sprint(last) {
+		t.Fatalf("checkpoint of size %s after the log came back on; the feed ends at %d", size, last)
+	}
+	if got, want := rebuiltRoot(t, on, last), strings.Split(note, "\n")[2]; got != want {
+		t.Fatalf("the leaves hash to %s; the kurad signs %s", got, want)
+	}
+}
