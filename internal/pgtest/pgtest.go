@@ -139,6 +139,11 @@ func admin(ctx context.Context, stmt string) error {
 func binDir() (string, error) {
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
 		if _, err := exec.LookPath("initdb"); err == nil {
+			// A link on PATH (/usr/local/bin/pg_ctl) leads to the
+			// directory with the other server programs (pg_basebackup).
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				p = real
+			}
 			return filepath.Dir(p), nil
 		}
 	}
@@ -157,49 +162,30 @@ func version(bin string) int {
 	return v
 }
 
-// start makes and starts the cluster. As root it runs PostgreSQL as the
-// postgres user (or nobody), which must own the directory.
+// start makes and starts the cluster.
 func start(durable bool) error {
 	bin, err := binDir()
 	if err != nil {
 		return err
 	}
 	server.bin = bin
-	root, err := os.MkdirTemp("", "kura-pg-")
+	root, cred, err := newRoot()
 	if err != nil {
 		return err
 	}
-	// Whose server this is: a test binary killed before its TestMain
-	// stopped it leaves it running, and the next start reaps it.
-	if err := os.WriteFile(filepath.Join(root, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return err
-	}
-	dir := filepath.Join(root, "data")
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			if u, err = user.Lookup("nobody"); err != nil {
-				return fmt.Errorf("running as root and no postgres or nobody user: %w", err)
-			}
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		server.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(root, uid, gid); err != nil {
-			return err
-		}
-	}
+	server.cred = cred
 	reapOrphans(bin)
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
 	server.port = port
-	if err := run(bin, "initdb", "-D", dir, "-U", "kura", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+	dir := filepath.Join(root, "data")
+	if err := initdb(cred, bin, dir); err != nil {
 		return err
 	}
 	server.dir = dir
-	opts := "-c listen_addresses=127.0.0.1 -p " + strconv.Itoa(port) + " -k " + root + " -c max_connections=400"
+	opts := serverOpts(root, port)
 	if durable {
 		opts += " -c shared_buffers=256MB"
 	} else {
@@ -213,9 +199,52 @@ func start(durable bool) error {
 	return nil
 }
 
+// newRoot makes the directory a cluster lives in, with the owner.pid file
+// reapOrphans reads: a test binary killed before it stopped its servers
+// leaves them running, and the next start reaps them. As root, PostgreSQL
+// runs as the postgres user (or nobody), which owns the directory; cred
+// says as whom.
+func newRoot() (root string, cred *syscall.Credential, err error) {
+	root, err = os.MkdirTemp("", "kura-pg-")
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.WriteFile(filepath.Join(root, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return "", nil, err
+	}
+	if os.Geteuid() != 0 {
+		return root, nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		if u, err = user.Lookup("nobody"); err != nil {
+			return "", nil, fmt.Errorf("running as root and no postgres or nobody user: %w", err)
+		}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(root, uid, gid); err != nil {
+		return "", nil, err
+	}
+	return root, &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func initdb(cred *syscall.Credential, bin, dir string) error {
+	return runAs(cred, bin, "initdb", "-D", dir, "-U", "kura", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+}
+
+// serverOpts are the postgres options every server here runs with.
+func serverOpts(root string, port int) string {
+	return "-c listen_addresses=127.0.0.1 -p " + strconv.Itoa(port) + " -k " + root + " -c max_connections=400"
+}
+
 func run(bin, name string, args ...string) error {
+	return runAs(server.cred, bin, name, args...)
+}
+
+func runAs(cred *syscall.Credential, bin, name string, args ...string) error {
 	cmd := exec.Command(filepath.Join(bin, name), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: server.cred}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	cmd.Dir = os.TempDir()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
