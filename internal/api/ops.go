@@ -62,6 +62,13 @@ func (s *Server) readiness(ctx context.Context) (status string, checks map[strin
 		checks["database"] = kura.ErrorMessage(err)
 		ok = false
 	}
+	if wh, isWH := s.store.(interface{ WriterHealth() string }); isWH {
+		// A transaction that does not end holds up every write behind it.
+		if h := wh.WriterHealth(); h != "" {
+			checks["writer"] = h
+			ok = false
+		}
+	}
 	if s.bus == nil || !s.bus.Running() {
 		checks["nats"] = "not running"
 		ok = false

@@ -81,6 +81,26 @@ func (db *DB) StorageHealth() string {
 	return ""
 }
 
+// writerStallAfter is how long one group transaction may take before the
+// writer counts as stalled: a batch commits in milliseconds, so this long
+// means the database is not answering (a disk that hangs, a PostgreSQL
+// primary whose commits wait for a synchronous standby that is gone).
+const writerStallAfter = 10 * time.Second
+
+// WriterHealth is "" unless the writer's current transaction has run
+// longer than writerStallAfter; then it says for how long. Every write
+// waits behind it, so /readyz reports kurad not ready.
+func (db *DB) WriterHealth() string {
+	t := db.txStart.Load()
+	if t == 0 {
+		return ""
+	}
+	if d := time.Since(time.Unix(0, t)); d > writerStallAfter {
+		return fmt.Sprintf("a transaction has waited %s for the database", d.Round(time.Second))
+	}
+	return ""
+}
+
 // checkAtStart runs startupCheck on the writer's connection before anything
 // else uses it (a connection of its own would parse the whole schema once
 // more at every start), with a small cache (withSmallCache).

@@ -699,7 +699,7 @@ func (db *DB) writeGate() error {
 	if e := db.logs.gate.Load(); e != nil {
 		return e
 	}
-	return nil
+	return db.pgBehindErr()
 }
 
 // LogAcknowledgement is an admin's acknowledgement of a rollback or fork.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -48,6 +49,7 @@ const pgPollInterval = 100 * time.Millisecond
 
 type pgState struct {
 	pollDone chan struct{}
+	behind   atomic.Pointer[pgBehind] // set while the database lacks commits this instance saw (pg_behind.go)
 }
 
 // openPG is Open for KURA_DATABASE_URL.
@@ -167,6 +169,9 @@ func (db *DB) migratePG(ctx context.Context) error {
 // and the catch-up are one statement (migrations_pg/0003_write_lock.sql):
 // each round trip made while holding the lock is time no instance commits.
 func (db *DB) pgLockWrites(ctx context.Context, tx *sql.Tx) (int64, time.Duration, error) {
+	if err := db.pgBehindErr(); err != nil {
+		return 0, 0, err
+	}
 	known := db.lastSeq.Load()
 	rows, err := tx.QueryContext(ctx, "SELECT k_waited_us, k_seq, k_size, k_records, k_ledgers, k_events, k_leaf, k_hashes FROM kura_write_lock(?, ?, ?, ?, ?, ?)",
 		int64(pgWriteLockKey), known, db.logs.size, !db.logs.off, kura.EventRecordWritten, kura.EventLedgerWritten)
@@ -200,6 +205,9 @@ func (db *DB) pgLockWrites(ctx context.Context, tx *sql.Tx) (int64, time.Duratio
 	}
 	if err := rows.Err(); err != nil {
 		return 0, 0, fmt.Errorf("write lock: %w", err)
+	}
+	if err := db.pgCheckBehind(seq, size, known); err != nil {
+		return 0, 0, err
 	}
 	if !db.logs.off && size != db.logs.size {
 		// Another instance appended leaves: this one's tree, and the head
@@ -329,6 +337,9 @@ func (db *DB) advanceSeqCounted(ctx context.Context, q queryer, from, seq int64,
 // moveSeq moves the feed from last to seq with the counts of the events
 // between, and wakes its readers; false when it was not at last.
 func (db *DB) moveSeq(last, seq int64, c seqCounts) bool {
+	if db.pgBehindErr() != nil {
+		return true // a database that lost commits this instance saw shows no new ones (pg_behind.go)
+	}
 	if !db.lastSeq.CompareAndSwap(last, seq) {
 		return false
 	}
@@ -367,10 +378,14 @@ func (db *DB) pollRemoteCommits() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(db.bg, 5*time.Second)
-		var seq sql.NullInt64
-		if err := db.rdb.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err == nil {
-			if seq.Int64 > db.lastSeq.Load() {
-				db.advanceSeq(ctx, db.rdb, seq.Int64)
+		// What this instance saw is read before the database: a commit
+		// of its own in between must not look like a loss.
+		known := db.lastSeq.Load()
+		if seq, err := pgMaxSeq(ctx, db.rdb); err == nil {
+			db.pgCheckBehind(seq, -1, known)
+			db.pgRecheckBehind(ctx, seq)
+			if seq > known {
+				db.advanceSeq(ctx, db.rdb, seq)
 			}
 			// An empty write takes the write lock, which brings the log's
 			// tree (and the checkpoints and proofs this instance serves)
@@ -378,7 +393,7 @@ func (db *DB) pollRemoteCommits() {
 			// the tree lags the feed, not only when this poll moved the
 			// feed: a reader of the feed (pgCatchUpSeq) may have moved it
 			// first, and the tree moves only under the lock.
-			if !db.logs.off && seq.Int64 > db.Log().Size {
+			if !db.logs.off && seq > db.Log().Size && db.pgBehindErr() == nil {
 				if err := db.Update(ctx, func(*Tx) error { return nil }); err != nil && !kura.IsCode(err, kura.EUnavailable) {
 					db.log.Warn("catching up with other instances' log", "err", err)
 				}

@@ -148,6 +148,7 @@ type DB struct {
 	vocab        vocabCache // the search index's terms, for misspelt words (typo.go)
 	searchStmts  stmtCache  // prepared search reads (search_read.go)
 	lastSeq      atomic.Int64
+	txStart      atomic.Int64 // the writer's transaction in progress began (unix ns); 0 between transactions
 	counts       struct{ records, ledgers, events atomic.Int64 }
 	hookMu       sync.Mutex
 	hooks        []CommitHook
@@ -625,7 +626,7 @@ func (db *DB) Ping(ctx context.Context) error {
 	if err := db.rdb.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 		return mapErr(err)
 	}
-	return nil
+	return db.pgBehindErr()
 }
 
 // msgStorageFailing answers writes and reads that hit an I/O error or a

@@ -370,6 +370,8 @@ func (db *DB) runOnce(batch []*job, savepoints, retry bool) (done, again bool) {
 	ctx := context.Background()
 	results := make([]error, len(batch))
 	start := time.Now()
+	db.txStart.Store(start.UnixNano())
+	defer db.txStart.Store(0)
 	sqlTx, err := db.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		db.failAll(batch, start, db.writeErr(fmt.Errorf("begin: %w", err)))

@@ -1,0 +1,262 @@
+package scaleout_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kura-memory/kura/internal/daemon"
+	"github.com/kura-memory/kura/internal/kuradtest"
+	"github.com/kura-memory/kura/internal/pgtest"
+)
+
+// Failover: a PostgreSQL primary with a streaming standby, kurad pointed at
+// both (target_session_attrs=read-write, as docs/scale-out.md says), the
+// primary killed and the standby promoted.
+
+// failoverURL names both servers; pgx connects to the one that is writable.
+func failoverURL(nodes ...*pgtest.Node) string {
+	hosts := make([]string, len(nodes))
+	for i, n := range nodes {
+		hosts[i] = fmt.Sprintf("127.0.0.1:%d", n.Port)
+	}
+	return "postgres://kura@" + strings.Join(hosts, ",") + "/kura?sslmode=disable&target_session_attrs=read-write"
+}
+
+func failoverKurad(t *testing.T, url, key string) *kuradtest.Daemon {
+	return kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) {
+		c.DatabaseURL = url
+		c.KeyFile = key
+		c.ReadPool = 2
+	}})
+}
+
+func writeRecords(t *testing.T, d *kuradtest.Daemon, label string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		m := mustCall(t, d, "POST", "/v1/records", fmt.Sprintf(`{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"%s %d"}}`, label, i), 201)
+		ids[i] = m["id"].(string)
+	}
+	return ids
+}
+
+// untilWrite posts records until one is answered otherwise than "the
+// database is unreachable" (kurad reconnecting), and returns that answer.
+func untilWrite(t *testing.T, d *kuradtest.Daemon, label string) (int, map[string]any) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 0; ; i++ {
+		code, m := call(t, d, "POST", "/v1/records", fmt.Sprintf(`{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"%s %d"}}`, label, i))
+		_, msg := errOf(m)
+		if code != http.StatusServiceUnavailable || strings.Contains(msg, "lost commits") || strings.Contains(msg, "another history") {
+			return code, m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer but %d %v for 60s", code, m)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// errOf is the code and message of an error body.
+func errOf(m map[string]any) (code, msg string) {
+	e, _ := m["error"].(map[string]any)
+	code, _ = e["code"].(string)
+	msg, _ = e["message"].(string)
+	return code, msg
+}
+
+// readyz is /readyz's status and its database check.
+func readyz(t *testing.T, d *kuradtest.Daemon) (int, string) {
+	t.Helper()
+	code, m := call(t, d, "GET", "/readyz", "")
+	checks, _ := m["checks"].(map[string]any) // 200
+	if e, ok := m["error"].(map[string]any); ok {
+		det, _ := e["details"].(map[string]any) // 503
+		checks, _ = det["checks"].(map[string]any)
+	}
+	db, _ := checks["database"].(string)
+	return code, db
+}
+
+// TestFailover_SynchronousStandbyLosesNothing: with synchronous
+// replication every acknowledged write is on the standby, so after the
+// promotion kurad carries on from the same feed and the same tree.
+func TestFailover_SynchronousStandbyLosesNothing(t *testing.T) {
+	primary := pgtest.NewPrimary(t, "kura", true)
+	standby := primary.NewStandby(t)
+	d := failoverKurad(t, failoverURL(primary, standby), filepath.Join(t.TempDir(), "kurad.key"))
+
+	ids := writeRecords(t, d, "before", 12)
+	before := mustCall(t, d, "GET", "/v1/records/"+ids[11], "", 200)
+	seqBefore := feed(t, d)
+
+	primary.Kill(t)
+	standby.Promote(t)
+
+	// The new primary inherited synchronous_standby_names and has no
+	// standby: its commits wait. The write waits with them, and /readyz
+	// says the writer is stuck.
+	type answer struct {
+		code int
+		m    map[string]any
+	}
+	first := make(chan answer, 1)
+	go func() { // not the test's goroutine: no t.Fatal here
+		for end := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			r, err := http.Post(d.BaseURL()+"/v1/records", "application/json",
+				strings.NewReader(`{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"after"}}`))
+			if err != nil {
+				first <- answer{0, map[string]any{"err": err.Error()}}
+				return
+			}
+			var m map[string]any
+			_ = json.NewDecoder(r.Body).Decode(&m)
+			r.Body.Close()
+			if _, msg := errOf(m); r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(msg, "unreachable") || time.Now().After(end) {
+				first <- answer{r.StatusCode, m}
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, m := call(t, d, "GET", "/readyz", "")
+		e, _ := m["error"].(map[string]any)
+		det, _ := e["details"].(map[string]any)
+		checks, _ := det["checks"].(map[string]any)
+		if w, _ := checks["writer"].(string); code == http.StatusServiceUnavailable && strings.Contains(w, "waited") {
+			break
+		}
+		select {
+		case a := <-first:
+			t.Fatalf("a write committed on a primary waiting for a synchronous standby: %d %v", a.code, a.m)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz with the writer stuck for 60s: %d %v", code, m)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// As a failover tool does: no standby to wait for.
+	standby.Exec(t, "postgres", "ALTER SYSTEM RESET synchronous_standby_names")
+	standby.Exec(t, "postgres", "SELECT pg_reload_conf()")
+	if a := <-first; a.code != http.StatusCreated {
+		t.Fatalf("first write after the failover: %d %v", a.code, a.m)
+	}
+	writeRecords(t, d, "after more", 5)
+	for _, id := range ids {
+		mustCall(t, d, "GET", "/v1/records/"+id, "", 200)
+	}
+	if back := mustCall(t, d, "GET", "/v1/records/"+ids[11], "", 200); back["hash"] != before["hash"] || back["seal"] != before["seal"] {
+		t.Fatalf("record after the failover: %v, before: %v", back, before)
+	}
+	seqAfter := feed(t, d) // no gap, no repeat
+	if seqAfter != seqBefore+6 {
+		t.Fatalf("feed ends at %d after the failover; %d before and 6 writes since", seqAfter, seqBefore)
+	}
+	if c, db := readyz(t, d); c != 200 {
+		t.Fatalf("/readyz after the failover: %d, database %q", c, db)
+	}
+	// The tree kurad signs is the one its leaves make.
+	var info struct {
+		Log struct {
+			Size int64 `json:"size"`
+		} `json:"log"`
+	}
+	getJSON(t, d.BaseURL()+"/v1/info", &info)
+	cp := strings.Split(checkpointBody(t, d), "\n")
+	if info.Log.Size != seqAfter || cp[1] != fmt.Sprint(seqAfter) || cp[2] != rebuiltRoot(t, d, seqAfter) {
+		t.Fatalf("checkpoint %q (log size %d) after the failover; feed at %d", cp[:3], info.Log.Size, seqAfter)
+	}
+}
+
+// TestFailover_AsynchronousStandbyBehindIsCaught: the standby misses the
+// last acknowledged writes. kurad must not number new events from the
+// promoted standby's shorter feed (it would give out seqs and sign tree
+// sizes twice): it refuses writes and fails /readyz until the database
+// holds what it saw again (the old primary back), while a kurad started
+// on the shorter history (which knows no better) writes there, and is
+// refused in turn once the old primary is back.
+func TestFailover_AsynchronousStandbyBehindIsCaught(t *testing.T) {
+	primary := pgtest.NewPrimary(t, "kura", false)
+	standby := primary.NewStandby(t)
+	key := filepath.Join(t.TempDir(), "kurad.key")
+	url := failoverURL(primary, standby)
+	d := failoverKurad(t, url, key)
+
+	kept := writeRecords(t, d, "replicated", 10)
+	primary.WaitReplayed(t, standby)
+	keptSeq := feed(t, d)
+	standby.Kill(t) // it hears nothing more
+	lost := writeRecords(t, d, "acknowledged, never replicated", 5)
+	seenSeq := feed(t, d)
+	primary.Kill(t)
+	standby.Start(t)
+	standby.Promote(t)
+	if n := standby.QueryInt(t, "kura", "SELECT count(*) FROM events"); n != keptSeq {
+		t.Fatalf("the promoted standby holds %d events, want the %d replicated", n, keptSeq)
+	}
+
+	code, m := untilWrite(t, d, "after the failover")
+	if ec, msg := errOf(m); code != http.StatusServiceUnavailable || ec != "unavailable" || !strings.Contains(msg, "lost commits") {
+		t.Fatalf("a write onto the database that lost acknowledged commits: %d %v", code, m)
+	}
+	for range 3 {
+		if code, m := call(t, d, "POST", "/v1/ledgers", fmt.Sprintf(`{"label":"x","record_ids":[%q]}`, kept[0])); code != http.StatusServiceUnavailable {
+			t.Fatalf("ledger write while behind: %d %v", code, m)
+		}
+	}
+	if c, db := readyz(t, d); c != http.StatusServiceUnavailable || !strings.Contains(db, "lost commits") {
+		t.Fatalf("/readyz while the database is behind: %d, database %q", c, db)
+	}
+	if n := standby.QueryInt(t, "kura", "SELECT coalesce(max(seq), 0) FROM events"); n != keptSeq {
+		t.Fatalf("the refused writes left the feed at %d, want %d", n, keptSeq)
+	}
+	for _, id := range kept {
+		mustCall(t, d, "GET", "/v1/records/"+id, "", 200) // reads go on
+	}
+
+	// Another kurad, started on the shorter history, writes past what d
+	// saw: the database grows again, but with another tree.
+	other := failoverKurad(t, url, key)
+	writeRecords(t, other, "another history", int(seenSeq-keptSeq)+2)
+	time.Sleep(300 * time.Millisecond) // d's poller looks every 100 ms
+	code, m = call(t, d, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"on another history"}}`)
+	if _, msg := errOf(m); code != http.StatusServiceUnavailable || !strings.Contains(msg, "another history") {
+		t.Fatalf("a write onto a database with another history: %d %v", code, m)
+	}
+
+	// The old primary back (it holds everything d saw): d resumes where
+	// it stopped; the other kurad, which saw the other history, is now
+	// the one refused.
+	standby.Kill(t)
+	primary.Start(t)
+	code, m = untilWrite(t, d, "after the old primary came back")
+	deadline := time.Now().Add(10 * time.Second)
+	for code == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // the poller has yet to see the database whole again
+		code, m = untilWrite(t, d, "after the old primary came back")
+	}
+	if code != http.StatusCreated {
+		t.Fatalf("write once the database holds every commit again: %d %v", code, m)
+	}
+	if c, db := readyz(t, d); c != 200 {
+		t.Fatalf("/readyz once the database holds every commit again: %d, database %q", c, db)
+	}
+	for _, id := range append(kept, lost...) {
+		mustCall(t, d, "GET", "/v1/records/"+id, "", 200)
+	}
+	if got := feed(t, d); got != seenSeq+1 {
+		t.Fatalf("feed ends at %d, want %d: every event d saw and its one new write", got, seenSeq+1)
+	}
+	code, m = untilWrite(t, other, "the other kurad after the old primary came back")
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("the kurad that saw the other history writes onto the old primary: %d %v", code, m)
+	}
+}
