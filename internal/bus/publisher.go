@@ -414,6 +414,7 @@ func (p *Publisher) requestSave() {
 // holds every event up to it.
 func (p *Publisher) saver(saved int64) {
 	defer close(p.saved)
+	var failing string // the last save's error, while saves fail
 	save := func(seq int64) {
 		if seq <= saved {
 			return
@@ -430,8 +431,17 @@ func (p *Publisher) saver(saved int64) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := p.out.SavePublishedSeq(ctx, seq); err != nil {
-			p.log.Warn("doorbell cursor not saved", "seq", seq, "err", err)
+			// Said once for each cause: a store that refuses writes for a
+			// while (a database that lost commits) is tried every publish.
+			if msg := err.Error(); msg != failing {
+				p.log.Warn("doorbell cursor not saved", "seq", seq, "err", err)
+				failing = msg
+			}
 			return
+		}
+		if failing != "" {
+			p.log.Info("doorbell cursor saved again", "seq", seq)
+			failing = ""
 		}
 		saved = seq
 	}
