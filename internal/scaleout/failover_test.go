@@ -12,6 +12,7 @@ import (
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kuradtest"
 	"github.com/kura-memory/kura/internal/pgtest"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // Failover: a PostgreSQL primary with a streaming standby, kurad pointed at
@@ -258,5 +259,77 @@ func TestFailover_AsynchronousStandbyBehindIsCaught(t *testing.T) {
 	code, m = untilWrite(t, other, "the other kurad after the old primary came back")
 	if code != http.StatusServiceUnavailable {
 		t.Fatalf("the kurad that saw the other history writes onto the old primary: %d %v", code, m)
+	}
+}
+
+// TestFailover_LossAcceptedWitnessed: the loss accepted by restarting
+// kurad (docs/scale-out.md, "Recovering", 2). A witness had cosigned the
+// tree with the lost commits, so the restarted kurad, which knows only
+// the database, finds the rollback at start and holds writes until an
+// admin acknowledges it; the log then goes on under a new origin.
+func TestFailover_LossAcceptedWitnessed(t *testing.T) {
+	primary := pgtest.NewPrimary(t, "kura", false)
+	standby := primary.NewStandby(t)
+	key := filepath.Join(t.TempDir(), "kurad.key")
+	addr, w := followedAddr(t, 20*time.Millisecond)
+	start := func() *kuradtest.Daemon {
+		return kuradtest.StartMain(t, kuradtest.Options{Configure: func(c *daemon.Config) {
+			c.DatabaseURL, c.KeyFile, c.ReadPool, c.HTTPAddr = failoverURL(primary, standby), key, 2, addr
+			c.Witnesses, c.WitnessPoll = []string{"http://" + w.Addr()}, 100*time.Millisecond
+		}})
+	}
+	logInfo := func(d *kuradtest.Daemon) (state, origin string, witnessed int64) {
+		var info struct {
+			Origin string `json:"log_origin"`
+			Log    struct {
+				State     string `json:"state"`
+				Witnesses []struct {
+					Size int64 `json:"size"`
+				} `json:"witnesses"`
+			} `json:"log"`
+		}
+		getJSON(t, d.BaseURL()+"/v1/info", &info)
+		if len(info.Log.Witnesses) == 1 {
+			witnessed = info.Log.Witnesses[0].Size
+		}
+		return info.Log.State, info.Origin, witnessed
+	}
+
+	d := start()
+	writeRecords(t, d, "replicated", 10)
+	primary.WaitReplayed(t, standby)
+	standby.Kill(t)
+	writeRecords(t, d, "acknowledged, never replicated", 5)
+	testwait.For(t, testwait.Default, "the witness cosigning the tree of 15", func() bool {
+		st, _, n := logInfo(d)
+		return st == "ok" && n == 15
+	})
+	_, origin, _ := logInfo(d)
+	primary.Kill(t)
+	standby.Start(t)
+	standby.Promote(t)
+	if code, m := untilWrite(t, d, "after the failover"); code != http.StatusServiceUnavailable {
+		t.Fatalf("a write onto the database that lost acknowledged commits: %d %v", code, m)
+	}
+
+	// Accept the loss: restart.
+	if err := d.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	d = start()
+	if st, _, _ := logInfo(d); st != "rollback_detected" {
+		t.Fatalf("restarted on the shorter history: log state %q, want rollback_detected", st)
+	}
+	if code, m := call(t, d, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"x"}}`); code != http.StatusServiceUnavailable {
+		t.Fatalf("a write before the rollback is acknowledged: %d %v", code, m)
+	}
+	mustCall(t, d, "POST", "/v1/admin/log/acknowledge", `{"reason":"failover to an asynchronous standby lost the last five writes"}`, 200)
+	st, newOrigin, _ := logInfo(d)
+	if st == "rollback_detected" || newOrigin == origin || !strings.HasPrefix(newOrigin, origin) {
+		t.Fatalf("after the acknowledgement: state %q, origin %q (was %q)", st, newOrigin, origin)
+	}
+	writeRecords(t, d, "after the acknowledgement", 2)
+	if c, db := readyz(t, d); c != 200 {
+		t.Fatalf("/readyz after the acknowledgement: %d, database %q", c, db)
 	}
 }
