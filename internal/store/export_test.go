@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
 	"github.com/kura-memory/kura/internal/recall"
@@ -10,6 +11,10 @@ import (
 
 // SetReviseFault lets tests fail a revise of db between its steps.
 func (db *DB) SetReviseFault(f func(step string) error) { db.cfg.Hooks.Revise = f }
+
+// SetWriterStallAfter sets how long a transaction runs before
+// WriterHealth reports it.
+func (db *DB) SetWriterStallAfter(d time.Duration) { db.stallAfter = d }
 
 // Path is the database file, for tests that inspect it directly.
 func (db *DB) Path() string { return db.cfg.Path }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/store"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // TestStore_StorageTroubleClearsOnAClientWrite fills the database to its
@@ -56,5 +59,33 @@ func TestStore_StorageTroubleClearsOnAClientWrite(t *testing.T) {
 	}
 	if h := db.StorageHealth(); h != "" {
 		t.Errorf("StorageHealth after a client write committed: %q, want empty", h)
+	}
+}
+
+// TestStore_WriterHealthNamesAStuckTransaction: a transaction that does not
+// end (here a job that waits; in the field a disk that hangs or a primary
+// waiting for a synchronous standby that is gone) holds up every write
+// behind it, and WriterHealth says so until it ends.
+func TestStore_WriterHealthNamesAStuckTransaction(t *testing.T) {
+	t.Parallel()
+	db := MustOpenStore(t)
+	db.SetWriterStallAfter(100 * time.Millisecond)
+	if h := db.WriterHealth(); h != "" {
+		t.Fatalf("WriterHealth of an idle writer: %q", h)
+	}
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Update(context.Background(), func(*store.Tx) error { <-release; return nil })
+	}()
+	testwait.For(t, testwait.Default, "WriterHealth naming the stuck transaction", func() bool {
+		return strings.Contains(db.WriterHealth(), "waited")
+	})
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if h := db.WriterHealth(); h != "" {
+		t.Errorf("WriterHealth after the transaction ended: %q", h)
 	}
 }

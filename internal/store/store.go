@@ -149,6 +149,7 @@ type DB struct {
 	searchStmts  stmtCache  // prepared search reads (search_read.go)
 	lastSeq      atomic.Int64
 	txStart      atomic.Int64 // the writer's transaction in progress began (unix ns); 0 between transactions
+	stallAfter   time.Duration // WriterHealth's threshold when set (tests); else writerStallAfter
 	counts       struct{ records, ledgers, events atomic.Int64 }
 	hookMu       sync.Mutex
 	hooks        []CommitHook
