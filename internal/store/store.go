@@ -148,7 +148,7 @@ type DB struct {
 	vocab        vocabCache // the search index's terms, for misspelt words (typo.go)
 	searchStmts  stmtCache  // prepared search reads (search_read.go)
 	lastSeq      atomic.Int64
-	txStart      atomic.Int64 // the writer's transaction in progress began (unix ns); 0 between transactions
+	txStart      atomic.Int64  // the writer's transaction in progress began (unix ns); 0 between transactions
 	stallAfter   time.Duration // WriterHealth's threshold when set (tests); else writerStallAfter
 	counts       struct{ records, ledgers, events atomic.Int64 }
 	hookMu       sync.Mutex
