@@ -333,3 +333,35 @@ func TestFailover_LossAcceptedWitnessed(t *testing.T) {
 		t.Fatalf("/readyz after the acknowledgement: %d, database %q", c, db)
 	}
 }
+
+// TestFailover_DatabaseDown: while no server answers, every request that
+// needs the database answers 503 unavailable (retry), not a 500, and
+// /readyz fails; kurad carries on once the server is back.
+func TestFailover_DatabaseDown(t *testing.T) {
+	primary := pgtest.NewPrimary(t, "kura", false)
+	d := failoverKurad(t, failoverURL(primary), filepath.Join(t.TempDir(), "kurad.key"))
+	ids := writeRecords(t, d, "before", 2)
+	primary.Kill(t)
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"down"}}`},
+		{"GET", "/v1/records/" + ids[0], ""},
+		{"GET", "/v1/events?after=0", ""},
+		{"POST", "/v1/sessions", `{"project":"default","name":"down"}`},
+	} {
+		for i := range 3 { // the first on a pooled connection, the next ones connecting
+			code, m := call(t, d, r.method, r.path, r.body)
+			if ec, _ := errOf(m); code != http.StatusServiceUnavailable || ec != "unavailable" {
+				t.Errorf("%s %s (try %d) with the database down: %d %v, want 503 unavailable", r.method, r.path, i, code, m)
+			}
+		}
+	}
+	if c, db := readyz(t, d); c != http.StatusServiceUnavailable || db == "ok" {
+		t.Errorf("/readyz with the database down: %d, database %q", c, db)
+	}
+	primary.Start(t)
+	code, m := untilWrite(t, d, "back")
+	if code != http.StatusCreated {
+		t.Fatalf("a write once the database is back: %d %v", code, m)
+	}
+	mustCall(t, d, "GET", "/v1/records/"+ids[1], "", 200)
+}

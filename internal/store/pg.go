@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -417,16 +419,31 @@ func (db *DB) closePG(errs []error) error {
 	return nil
 }
 
-// mapPGErr turns PostgreSQL failures into Kura errors by SQLSTATE.
+// msgUnreachable answers a request that needs a database no server
+// answers for: down, restarting, or a failover in progress.
+const msgUnreachable = "the database is unreachable; retry"
+
+// mapPGErr turns PostgreSQL failures into Kura errors by SQLSTATE, and a
+// server that cannot be reached into unavailable: an outage is not the
+// request's fault nor kurad's (a 500), and the request may be retried.
 func mapPGErr(err error) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
-		if pgconn.SafeToRetry(err) || errors.Is(err, sql.ErrConnDone) {
-			return &kura.Error{Code: kura.EUnavailable, Message: "the database is unreachable; retry"}
+		var ce *pgconn.ConnectError
+		var ne net.Error
+		if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) || errors.Is(err, sql.ErrConnDone) ||
+			errors.Is(err, driver.ErrBadConn) {
+			return &kura.Error{Code: kura.EUnavailable, Message: msgUnreachable}
 		}
 		return nil
 	}
 	switch {
+	case pe.Code[:2] == "08" || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03":
+		// connection exceptions; the server shutting down, crashed, or
+		// not yet accepting connections (starting, recovering)
+		return &kura.Error{Code: kura.EUnavailable, Message: msgUnreachable}
+	case pe.Code == "25006": // read_only_sql_transaction: connected to a standby
+		return &kura.Error{Code: kura.EUnavailable, Message: "the database takes no writes (a standby, or a failover in progress); retry"}
 	case pe.Code == "23505": // unique_violation
 		return &kura.Error{Code: kura.EConflict, Message: "a conflicting write holds this name; retry or choose another"}
 	case pe.Code[:2] == "23": // not_null, check, foreign_key, exclusion...: as on SQLite (mapErr), kurad's bug
@@ -435,7 +452,7 @@ func mapPGErr(err error) error {
 		return &kura.Error{Code: kura.EUnavailable, Message: "the database is busy; retry"}
 	case pe.Code == "53100": // disk_full
 		return errStorageFull()
-	case pe.Code[:2] == "53" || pe.Code[:2] == "58" || pe.Code[:2] == "XX" || pe.Code[:2] == "08" || pe.Code[:2] == "57":
+	case pe.Code[:2] == "53" || pe.Code[:2] == "58" || pe.Code[:2] == "XX" || pe.Code[:2] == "57":
 		return &kura.Error{Code: kura.EUnavailable, Message: msgStorageFailing, Cause: kura.ErrStorage}
 	}
 	return nil

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,6 +29,10 @@ func TestMapPGErr(t *testing.T) {
 		{"40001", kura.EUnavailable}, // serialization_failure
 		{"53100", kura.EStorageFull}, // disk_full
 		{"57P01", kura.EUnavailable}, // admin_shutdown
+		{"57P03", kura.EUnavailable}, // cannot_connect_now: starting, recovering
+		{"08006", kura.EUnavailable}, // connection_failure
+		{"25006", kura.EUnavailable}, // read_only_sql_transaction: a standby
+		{"58030", kura.EUnavailable}, // io_error
 		{"42601", ""},                // syntax_error: a bug, left as it is
 	} {
 		t.Run(tc.state, func(t *testing.T) {
@@ -45,5 +53,27 @@ func TestMapPGErr(t *testing.T) {
 				t.Fatalf("cause %v, want the PostgreSQL error kept for the log", ke.Cause)
 			}
 		})
+	}
+}
+
+// TestMapPGErr_Unreachable: a server that cannot be reached is a 503 to
+// retry (not kurad's fault, a 500), and not a failing disk.
+func TestMapPGErr_Unreachable(t *testing.T) {
+	t.Parallel()
+	for name, err := range map[string]error{
+		"refused":   fmt.Errorf("begin: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}),
+		"reset":     &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET},
+		"bad conn":  fmt.Errorf("exec: %w", driver.ErrBadConn),
+		"shutdown":  &pgconn.PgError{Code: "57P01"},
+		"starting":  &pgconn.PgError{Code: "57P03"},
+		"conn done": sql.ErrConnDone,
+	} {
+		var ke *kura.Error
+		if got := mapPGErr(err); !errors.As(got, &ke) || ke.Code != kura.EUnavailable || ke.Message != msgUnreachable || errors.Is(ke, kura.ErrStorage) {
+			t.Errorf("%s: %v, want unavailable %q without a storage cause", name, got, msgUnreachable)
+		}
+	}
+	if got := mapPGErr(&pgconn.PgError{Code: "58030"}); !errors.Is(got, kura.ErrStorage) {
+		t.Errorf("io_error: %v, want a storage failure", got)
 	}
 }
