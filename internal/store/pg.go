@@ -442,6 +442,8 @@ func mapPGErr(err error) error {
 		// connection exceptions; the server shutting down, crashed, or
 		// not yet accepting connections (starting, recovering)
 		return &kura.Error{Code: kura.EUnavailable, Message: msgUnreachable}
+	case pe.Code == "57014": // query_canceled: a statement_timeout, an administrator's cancel
+		return &kura.Error{Code: kura.EUnavailable, Message: "the database cancelled the statement; retry"}
 	case pe.Code == "25006": // read_only_sql_transaction: connected to a standby
 		return &kura.Error{Code: kura.EUnavailable, Message: "the database takes no writes (a standby, or a failover in progress); retry"}
 	case pe.Code == "23505": // unique_violation

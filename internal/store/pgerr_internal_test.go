@@ -73,6 +73,9 @@ func TestMapPGErr_Unreachable(t *testing.T) {
 			t.Errorf("%s: %v, want unavailable %q without a storage cause", name, got, msgUnreachable)
 		}
 	}
+	if got := mapPGErr(&pgconn.PgError{Code: "57014"}); !kura.IsCode(got, kura.EUnavailable) || errors.Is(got, kura.ErrStorage) {
+		t.Errorf("query_canceled: %v, want unavailable without a storage cause", got)
+	}
 	if got := mapPGErr(&pgconn.PgError{Code: "58030"}); !errors.Is(got, kura.ErrStorage) {
 		t.Errorf("io_error: %v, want a storage failure", got)
 	}
