@@ -2,16 +2,15 @@ package pgtest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 // Node is a PostgreSQL server of one test's own, for tests that stop,
@@ -142,6 +141,14 @@ func (n *Node) Exec(tb testing.TB, db, stmt string, args ...any) {
 // QueryInt runs a query of one integer in database db.
 func (n *Node) QueryInt(tb testing.TB, db, q string, args ...any) int64 {
 	tb.Helper()
+	var v int64
+	n.queryRow(tb, db, &v, q, args...)
+	return v
+}
+
+// queryRow scans the one value q answers in database db into dst.
+func (n *Node) queryRow(tb testing.TB, db string, dst any, q string, args ...any) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := pgx.Connect(ctx, n.URL(db))
@@ -149,50 +156,20 @@ func (n *Node) QueryInt(tb testing.TB, db, q string, args ...any) int64 {
 		tb.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	var v int64
-	if err := c.QueryRow(ctx, q, args...).Scan(&v); err != nil {
+	if err := c.QueryRow(ctx, q, args...).Scan(dst); err != nil {
 		tb.Fatalf("%s: %v", q, err)
 	}
-	return v
 }
 
 // WaitReplayed waits until standby s has replayed everything p has
 // written so far.
 func (p *Node) WaitReplayed(tb testing.TB, s *Node) {
 	tb.Helper()
-	target := p.lsn(tb, "SELECT pg_current_wal_lsn()::text")
-	deadline := time.Now().Add(30 * time.Second)
-	for s.lsnCmp(tb, target) < 0 {
-		if time.Now().After(deadline) {
-			tb.Fatalf("standby did not replay up to %s in 30s", target)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (n *Node) lsn(tb testing.TB, q string) string {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, n.URL("postgres"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	var v string
-	if err := c.QueryRow(ctx, q).Scan(&v); err != nil {
-		tb.Fatalf("%s: %v", q, err)
-	}
-	return v
-}
-
-// lsnCmp compares the standby's replayed position with lsn.
-func (n *Node) lsnCmp(tb testing.TB, lsn string) int {
-	tb.Helper()
-	v := n.lsn(tb, "SELECT sign(pg_wal_lsn_diff(coalesce(pg_last_wal_replay_lsn(), '0/0'), '"+strings.ReplaceAll(lsn, "'", "")+"'))::int::text")
-	c, err := strconv.Atoi(v)
-	if err != nil {
-		tb.Fatal(fmt.Errorf("lsn compare: %q", v))
-	}
-	return c
+	var target string
+	p.queryRow(tb, "postgres", &target, "SELECT pg_current_wal_lsn()::text")
+	testwait.For(tb, 30*time.Second, "the standby replaying up to "+target, func() bool {
+		var done bool
+		s.queryRow(tb, "postgres", &done, "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)", target)
+		return done
+	})
 }

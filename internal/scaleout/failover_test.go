@@ -46,22 +46,29 @@ func writeRecords(t *testing.T, d *kuradtest.Daemon, label string, n int) []stri
 	return ids
 }
 
+// postUntil posts records to d until done accepts an answer (its status
+// and error message), and returns that answer.
+func postUntil(t *testing.T, d *kuradtest.Daemon, label, what string, done func(code int, msg string) bool) (int, map[string]any) {
+	t.Helper()
+	var code int
+	var m map[string]any
+	i := 0
+	testwait.For(t, time.Minute, what, func() bool {
+		code, m = call(t, d, "POST", "/v1/records", fmt.Sprintf(`{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"%s %d"}}`, label, i))
+		i++
+		_, msg := errOf(m)
+		return done(code, msg)
+	})
+	return code, m
+}
+
 // untilWrite posts records until one is answered otherwise than "the
 // database is unreachable" (kurad reconnecting), and returns that answer.
 func untilWrite(t *testing.T, d *kuradtest.Daemon, label string) (int, map[string]any) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for i := 0; ; i++ {
-		code, m := call(t, d, "POST", "/v1/records", fmt.Sprintf(`{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"%s %d"}}`, label, i))
-		_, msg := errOf(m)
-		if code != http.StatusServiceUnavailable || strings.Contains(msg, "lost commits") || strings.Contains(msg, "another history") {
-			return code, m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no answer but %d %v for 60s", code, m)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return postUntil(t, d, label, "an answer other than \"the database is unreachable\"", func(code int, msg string) bool {
+		return code != http.StatusServiceUnavailable || strings.Contains(msg, "lost commits") || strings.Contains(msg, "another history")
+	})
 }
 
 // errOf is the code and message of an error body.
@@ -109,41 +116,35 @@ func TestFailover_SynchronousStandbyLosesNothing(t *testing.T) {
 	}
 	first := make(chan answer, 1)
 	go func() { // not the test's goroutine: no t.Fatal here
-		for end := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var a answer
+		testwait.Until(time.Minute, func() bool {
 			r, err := http.Post(d.BaseURL()+"/v1/records", "application/json",
 				strings.NewReader(`{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"after"}}`))
 			if err != nil {
-				first <- answer{0, map[string]any{"err": err.Error()}}
-				return
+				a = answer{0, map[string]any{"err": err.Error()}}
+				return true
 			}
-			var m map[string]any
-			_ = json.NewDecoder(r.Body).Decode(&m)
-			r.Body.Close()
-			if _, msg := errOf(m); r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(msg, "unreachable") || time.Now().After(end) {
-				first <- answer{r.StatusCode, m}
-				return
-			}
-		}
+			defer r.Body.Close()
+			a = answer{code: r.StatusCode}
+			_ = json.NewDecoder(r.Body).Decode(&a.m)
+			_, msg := errOf(a.m)
+			return r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(msg, "unreachable")
+		})
+		first <- a
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testwait.For(t, time.Minute, "/readyz naming the stuck writer", func() bool {
+		select {
+		case a := <-first:
+			t.Fatalf("a write answered while the primary waits for a synchronous standby: %d %v", a.code, a.m)
+		default:
+		}
 		code, m := call(t, d, "GET", "/readyz", "")
 		e, _ := m["error"].(map[string]any)
 		det, _ := e["details"].(map[string]any)
 		checks, _ := det["checks"].(map[string]any)
-		if w, _ := checks["writer"].(string); code == http.StatusServiceUnavailable && strings.Contains(w, "waited") {
-			break
-		}
-		select {
-		case a := <-first:
-			t.Fatalf("a write committed on a primary waiting for a synchronous standby: %d %v", a.code, a.m)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz with the writer stuck for 60s: %d %v", code, m)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		w, _ := checks["writer"].(string)
+		return code == http.StatusServiceUnavailable && strings.Contains(w, "waited")
+	})
 	// As a failover tool does: no standby to wait for.
 	standby.Exec(t, "postgres", "ALTER SYSTEM RESET synchronous_standby_names")
 	standby.Exec(t, "postgres", "SELECT pg_reload_conf()")
@@ -227,8 +228,9 @@ func TestFailover_AsynchronousStandbyBehindIsCaught(t *testing.T) {
 	// saw: the database grows again, but with another tree.
 	other := failoverKurad(t, url, key)
 	writeRecords(t, other, "another history", int(seenSeq-keptSeq)+2)
-	time.Sleep(300 * time.Millisecond) // d's poller looks every 100 ms
-	code, m = call(t, d, "POST", "/v1/records", `{"type":"agent.thought","author_id":"agent:bmo","content":{"text":"on another history"}}`)
+	code, m = postUntil(t, d, "on another history", "d's poller to find the other history", func(code int, msg string) bool {
+		return code != http.StatusServiceUnavailable || strings.Contains(msg, "another history")
+	})
 	if _, msg := errOf(m); code != http.StatusServiceUnavailable || !strings.Contains(msg, "another history") {
 		t.Fatalf("a write onto a database with another history: %d %v", code, m)
 	}
@@ -238,12 +240,9 @@ func TestFailover_AsynchronousStandbyBehindIsCaught(t *testing.T) {
 	// the one refused.
 	standby.Kill(t)
 	primary.Start(t)
-	code, m = untilWrite(t, d, "after the old primary came back")
-	deadline := time.Now().Add(10 * time.Second)
-	for code == http.StatusServiceUnavailable && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond) // the poller has yet to see the database whole again
-		code, m = untilWrite(t, d, "after the old primary came back")
-	}
+	code, m = postUntil(t, d, "after the old primary came back", "d writing again", func(code int, _ string) bool {
+		return code != http.StatusServiceUnavailable // unreachable, then refused until the poller sees the database whole
+	})
 	if code != http.StatusCreated {
 		t.Fatalf("write once the database holds every commit again: %d %v", code, m)
 	}
