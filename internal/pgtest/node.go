@@ -126,16 +126,10 @@ func (n *Node) Promote(tb testing.TB) {
 // Exec runs stmt in database db.
 func (n *Node) Exec(tb testing.TB, db, stmt string, args ...any) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, n.URL(db))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	if _, err := c.Exec(ctx, stmt, args...); err != nil {
-		tb.Fatalf("%s: %v", stmt, err)
-	}
+	n.with(tb, db, stmt, func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, stmt, args...)
+		return err
+	})
 }
 
 // QueryInt runs a query of one integer in database db.
@@ -149,6 +143,15 @@ func (n *Node) QueryInt(tb testing.TB, db, q string, args ...any) int64 {
 // queryRow scans the one value q answers in database db into dst.
 func (n *Node) queryRow(tb testing.TB, db string, dst any, q string, args ...any) {
 	tb.Helper()
+	n.with(tb, db, q, func(ctx context.Context, c *pgx.Conn) error {
+		return c.QueryRow(ctx, q, args...).Scan(dst)
+	})
+}
+
+// with runs fn on a connection of its own to database db, failing the
+// test with what (the statement) when fn fails.
+func (n *Node) with(tb testing.TB, db, what string, fn func(context.Context, *pgx.Conn) error) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := pgx.Connect(ctx, n.URL(db))
@@ -156,8 +159,8 @@ func (n *Node) queryRow(tb testing.TB, db string, dst any, q string, args ...any
 		tb.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	if err := c.QueryRow(ctx, q, args...).Scan(dst); err != nil {
-		tb.Fatalf("%s: %v", q, err)
+	if err := fn(ctx, c); err != nil {
+		tb.Fatalf("%s: %v", what, err)
 	}
 }
 
