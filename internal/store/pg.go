@@ -7,6 +7,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"sort"
@@ -431,8 +432,11 @@ func mapPGErr(err error) error {
 	if !errors.As(err, &pe) {
 		var ce *pgconn.ConnectError
 		var ne net.Error
+		// pgx reports a server that closed the connection mid-statement
+		// (killed, crashed) as io.ErrUnexpectedEOF, not always wrapped
+		// in an error that says it is safe to retry.
 		if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) || errors.Is(err, sql.ErrConnDone) ||
-			errors.Is(err, driver.ErrBadConn) {
+			errors.Is(err, driver.ErrBadConn) || errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return &kura.Error{Code: kura.EUnavailable, Message: msgUnreachable}
 		}
 		return nil

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"testing"
@@ -67,6 +68,8 @@ func TestMapPGErr_Unreachable(t *testing.T) {
 		"shutdown":  &pgconn.PgError{Code: "57P01"},
 		"starting":  &pgconn.PgError{Code: "57P03"},
 		"conn done": sql.ErrConnDone,
+		"eof":       fmt.Errorf("read: %w", io.ErrUnexpectedEOF), // the server gone mid-statement
+		"closed":    fmt.Errorf("query: %w", pgconn.ErrConnClosed),
 	} {
 		var ke *kura.Error
 		if got := mapPGErr(err); !errors.As(got, &ke) || ke.Code != kura.EUnavailable || ke.Message != msgUnreachable || errors.Is(ke, kura.ErrStorage) {
