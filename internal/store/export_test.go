@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -65,4 +66,47 @@ func (db *DB) WriterStatementsPrepared(ctx context.Context) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// NodeText is node_text's row of a node: the view the index is filled
+// from, read on the store's own engine.
+func (db *DB) NodeText(ctx context.Context, scope, kind, id string) ([6]string, error) {
+	var cols [6]sql.NullString
+	err := db.rdb.QueryRowContext(ctx, "SELECT t.title, t.ident, t.files, t.summary, t.payload, t.meta FROM node_text t"+
+		" JOIN nodes n ON n.nid = t.nid JOIN scopes s ON s.sid = n.sid WHERE s.name = ? AND n.kind = ? AND n.id = ?",
+		scope, kind, id).Scan(&cols[0], &cols[1], &cols[2], &cols[3], &cols[4], &cols[5])
+	var out [6]string
+	for i, c := range cols {
+		out[i] = c.String
+	}
+	return out, err
+}
+
+// JSONEach is json_each(doc)'s rows as [key, value] (value "<null>" for
+// SQL NULL), on the store's own engine.
+func (db *DB) JSONEach(ctx context.Context, doc string) ([][2]string, error) {
+	rows, err := db.rdb.QueryContext(ctx, "SELECT CAST(key AS TEXT), CAST(value AS TEXT) FROM json_each(?)", doc)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][2]string
+	for rows.Next() {
+		var k, v sql.NullString
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		if !v.Valid {
+			v.String = "<null>"
+		}
+		out = append(out, [2]string{k.String, v.String})
+	}
+	return out, rows.Err()
+}
+
+// ReadSetting is a setting of a read pool connection (PostgreSQL).
+func (db *DB) ReadSetting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := db.rdb.QueryRowContext(ctx, "SELECT current_setting(?)", name).Scan(&v)
+	return v, err
 }

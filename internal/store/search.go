@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,16 +69,21 @@ func searchTextChanged(old, n *kura.Node) bool {
 func equalPtr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // nidList is the hits' node keys as a JSON array, for json_each.
-func nidList(hits []hit) string {
+func nidList(hits []hit) string { return keyList(hits, '[', ']') }
+
+// nidArray is the hits' node keys as PostgreSQL array text.
+func nidArray(hits []hit) string { return keyList(hits, '{', '}') }
+
+func keyList(hits []hit, open, end byte) string {
 	b := make([]byte, 0, 2+8*len(hits))
-	b = append(b, '[')
+	b = append(b, open)
 	for i, h := range hits {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = strconv.AppendInt(b, h.nid, 10)
 	}
-	return string(append(b, ']'))
+	return string(append(b, end))
 }
 
 // nodeFields are a node's searchable texts as node_text holds them, one
@@ -184,38 +190,32 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 			return out, nil
 		}
 	}
-	var rows *sql.Rows
+	var nodes []*nodeRow
 	if len(words) > 0 {
-		rows, err = tx.QueryContext(ctx, "SELECT "+nodeCols+", "+textCols+
-			" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = CAST(j.value AS BIGINT) CROSS JOIN node_text t ON t.nid = n.nid ORDER BY CAST(j.key AS BIGINT)",
-			nidList(hits))
+		nodes, err = hitNodes(ctx, tx, db.pg != nil, scope, hits)
 	} else {
-		rows, err = tx.QueryContext(ctx, "SELECT "+nodeCols+" FROM nodes n WHERE n.sid = ?"+f.where+
+		rows, qerr := tx.QueryContext(ctx, "SELECT "+nodeCols+" FROM nodes n WHERE n.sid = ?"+f.where+
 			" ORDER BY n.updated_at DESC, n.kind, n.id LIMIT ?", append(append([]any{sid}, f.args...), q.Limit)...)
+		nodes, err = scanNodes(rows, qerr, scope)
 	}
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
 	matchWords := words
 	for _, t := range typos {
 		matchWords = append(matchWords, t.near)
 	}
-	for i := 0; rows.Next(); i++ {
-		var n *nodeRow
+	for i, n := range nodes {
 		var reasons []kura.SearchReason
 		score := 0.0
 		if len(words) > 0 {
-			extra := make([]any, len(ftsColumns))
-			text := scanText(extra)
-			if n, err = scanNode(rows, scope, extra...); err != nil {
-				return nil, mapErr(err)
-			}
+			// The reasons are found in the node's text as node_text
+			// derives it (textOf, held to the view by the tests): the view
+			// itself costs PostgreSQL tens of microseconds a node.
+			text := textOf(&n.Node)
 			score = recall.RoundScore(hits[i].score)
-			reasons = explain(text, matchWords)
+			reasons = explain(&text, matchWords)
 			reasons = append(reasons, typoReasons(typos, reasons)...)
-		} else if n, err = scanNode(rows, scope); err != nil {
-			return nil, mapErr(err)
 		}
 		reasons = append(reasons, filters...)
 		if q.MinConfidence != nil {
@@ -225,10 +225,9 @@ func (db *DB) SearchNodes(ctx context.Context, scope string, q kura.SearchQuery)
 		if reasons == nil {
 			reasons = []kura.SearchReason{}
 		}
-		node := n.Node
-		out = append(out, kura.SearchResult{Ref: n.Ref, Score: score, Reasons: reasons, Node: &node})
+		out = append(out, kura.SearchResult{Ref: n.Ref, Score: score, Reasons: reasons, Node: &n.Node})
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // compileRanking is how a compile's query ranks the nodes of scope that
@@ -255,22 +254,59 @@ func compileRanking(ctx context.Context, q queryer, pg bool, scope, query string
 	if err != nil || len(hits) == 0 {
 		return out, err
 	}
-	rows, err := q.QueryContext(ctx, "SELECT n.kind, n.id, "+textCols+
-		" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = CAST(j.value AS BIGINT) CROSS JOIN node_text t ON t.nid = n.nid ORDER BY CAST(j.key AS BIGINT)",
-		nidList(hits))
+	nodes, err := hitNodes(ctx, q, pg, scope, hits)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range nodes {
+		text := textOf(&n.Node)
+		out[n.Ref] = admission.Match{Score: hits[i].score, Why: explain(&text, words)}
+	}
+	return out, nil
+}
+
+// hitNodes reads the nodes of hits, in the hits' order. On PostgreSQL the
+// keys go as an array (= ANY): joined to a key list, the planner reckons
+// with a hundred keys whatever their number and may read the whole scope
+// to hash it.
+func hitNodes(ctx context.Context, q queryer, pg bool, scope string, hits []hit) ([]*nodeRow, error) {
+	sqlq, keys := "SELECT "+nodeCols+" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value", nidList(hits)
+	if pg {
+		sqlq, keys = "SELECT "+nodeCols+" FROM nodes n WHERE n.nid = ANY(CAST(CAST(? AS TEXT) AS BIGINT[]))", nidArray(hits)
+	}
+	rows, err := q.QueryContext(ctx, sqlq, keys)
+	nodes, err := scanNodes(rows, err, scope)
+	if err != nil {
+		return nil, err
+	}
+	byNID := make(map[int64]*nodeRow, len(nodes))
+	for _, n := range nodes {
+		byNID[n.nid] = n
+	}
+	out := make([]*nodeRow, len(hits))
+	for i, h := range hits {
+		if out[i] = byNID[h.nid]; out[i] == nil {
+			// Nodes are never deleted: a hit without its node is damage.
+			return nil, fmt.Errorf("search hit: node %d is missing", h.nid)
+		}
+	}
+	return out, nil
+}
+
+// scanNodes scans the nodes of scope a query of nodeCols returned (rows,
+// or err).
+func scanNodes(rows *sql.Rows, err error, scope string) ([]*nodeRow, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	for i := 0; rows.Next(); i++ {
-		var kind, id string
-		dst := make([]any, 2+len(ftsColumns))
-		dst[0], dst[1] = &kind, &id
-		text := scanText(dst[2:])
-		if err := rows.Scan(dst...); err != nil {
+	var out []*nodeRow
+	for rows.Next() {
+		n, err := scanNode(rows, scope)
+		if err != nil {
 			return nil, err
 		}
-		out[kind+":"+id] = admission.Match{Score: hits[i].score, Why: explain(text, words)}
+		out = append(out, n)
 	}
 	return out, rows.Err()
 }

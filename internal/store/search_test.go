@@ -18,6 +18,7 @@ import (
 
 	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/kura"
+	"github.com/kura-memory/kura/internal/pgtest"
 	"github.com/kura-memory/kura/internal/recall"
 	"github.com/kura-memory/kura/internal/store"
 )
@@ -128,10 +129,23 @@ func TestSearch_TokensAgreeWithEngine(t *testing.T) {
 
 // TestSearch_NodeTextAgreesWithTextOf: the view the index is filled from
 // (node_text) and the same derivation in Go (which ranks memory as of the
-// past) give every node the same texts.
+// past and finds the reasons of every search hit) give every node the
+// same texts, on both engines.
 func TestSearch_NodeTextAgreesWithTextOf(t *testing.T) {
 	t.Parallel()
-	db := MustOpenStore(t)
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			var cfg store.Config
+			if engine == "postgres" {
+				cfg.DatabaseURL = pgtest.URL(t)
+			}
+			nodeTextAgrees(t, mustOpenConfig(t, cfg))
+		})
+	}
+}
+
+func nodeTextAgrees(t *testing.T, db *store.DB) {
 	metas := []string{`{}`, `{"team":"payments","n":3}`, `{"a":[1.5,true,false,null,"x y"],"b":{"c":100.0,"d":-7}}`,
 		`{"big":1e21,"small":1.5e-7,"huge":123456789012345678901234567890,"third":0.30000000000000004}`, `{"k":"é\nü","nested":[[["deep"]]]}`,
 		`{"n":[1e15,1e16,1e17,0.0001,0.00001,-0.0,3.0,9223372036854775807,9223372036854775808,2.5e-300,1.7976931348623157e308,-12.5e3]}`}
@@ -157,18 +171,15 @@ func TestSearch_NodeTextAgreesWithTextOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := rawDB(t, db.Path())
 	for i := range nodes {
 		n := &nodes[i]
-		var cols [6]sql.NullString
-		err := raw.QueryRow("SELECT t.title, t.ident, t.files, t.summary, t.payload, t.meta FROM node_text t JOIN nodes n ON n.nid = t.nid WHERE n.kind = ? AND n.id = ?",
-			n.Kind, n.ID).Scan(&cols[0], &cols[1], &cols[2], &cols[3], &cols[4], &cols[5])
+		cols, err := db.NodeText(context.Background(), "s", n.Kind, n.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for c, f := range store.SearchFields(n) {
-			if cols[c].String != f.Text {
-				t.Errorf("%s %s: node_text %q, Go %q", n.Ref, f.Code, cols[c].String, f.Text)
+			if cols[c] != f.Text {
+				t.Errorf("%s %s: node_text %q, Go %q", n.Ref, f.Code, cols[c], f.Text)
 			}
 		}
 	}
