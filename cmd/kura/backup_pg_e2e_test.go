@@ -36,6 +36,22 @@ func pgObjects(t *testing.T, url string) int {
 	return n
 }
 
+// pgStats counts the columns of table that PostgreSQL's planner holds
+// statistics of (ANALYZE made them).
+func pgStats(t *testing.T, url, table string) int {
+	t.Helper()
+	db, err := sql.Open(store.PGDriverName, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM pg_stats WHERE schemaname = 'public' AND tablename = ?", table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestE2E_BackupRestorePostgres takes a backup of a kurad on PostgreSQL
 // with kura backup while writes go on, restores it with kura restore
 // --database-url into a new database, starts kurad on that and checks that
@@ -176,6 +192,11 @@ func TestE2E_BackupRestorePostgres(t *testing.T) {
 	}
 	if !strings.Contains(out, "start kurad with --database-url") {
 		t.Errorf("the report does not say how to start kurad: %q", out)
+	}
+	// pg_restore brings no planner statistics: without them the first
+	// searches read whole tables.
+	if n := pgStats(t, target, "records"); n == 0 {
+		t.Errorf("the restored database has no planner statistics of records")
 	}
 
 	dst := kuradtest.StartMain(t, kuradtest.Options{Configure: func(cfg *daemon.Config) {

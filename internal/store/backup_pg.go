@@ -247,7 +247,8 @@ func manifestDifference(m, got *kura.BackupManifest) string {
 // o.DatabaseURL: it checks the backup (CheckBackup), refuses a database
 // that holds anything, runs pg_restore in one transaction on the very
 // file it hashed, compares what was restored with the manifest, brings
-// it to this build's schema and verifies every session and ledger. The
+// it to this build's schema, gathers the planner's statistics and
+// verifies every session and ledger. The
 // migration lock kurad takes at start is held throughout, so a kurad
 // started meanwhile waits for the restore.
 //
@@ -319,6 +320,12 @@ func restorePG(ctx context.Context, o RestoreOptions) (*kura.RestoreReport, erro
 	db.wdb = wdb
 	if err := db.migratePG(ctx); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
+	}
+	// pg_restore brings no planner statistics. Until autovacuum gets to
+	// the tables the planner guesses, and read a scope's whole index to
+	// count one word, search after search.
+	if _, err := wdb.ExecContext(ctx, "ANALYZE"); err != nil {
+		return nil, fmt.Errorf("restore: analyze: %w", err)
 	}
 	rdb, err := sql.Open(pgDriverName, o.DatabaseURL)
 	if err != nil {
