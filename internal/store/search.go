@@ -266,9 +266,8 @@ func compileRanking(ctx context.Context, q queryer, pg bool, scope, query string
 }
 
 // hitNodes reads the nodes of hits, in the hits' order. On PostgreSQL the
-// keys go as an array (= ANY): joined to a key list, the planner reckons
-// with a hundred keys whatever their number and may read the whole scope
-// to hash it.
+// keys go as an array (= ANY), which the planner counts and probes the
+// primary key for, with no JSON to take apart.
 func hitNodes(ctx context.Context, q queryer, pg bool, scope string, hits []hit) ([]*nodeRow, error) {
 	sqlq, keys := "SELECT "+nodeCols+" FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value", nidList(hits)
 	if pg {
