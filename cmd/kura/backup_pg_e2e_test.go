@@ -24,21 +24,18 @@ import (
 // at url: 0 for an empty one.
 func pgObjects(t *testing.T, url string) int {
 	t.Helper()
-	db, err := sql.Open(store.PGDriverName, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRow("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgCount(t, url, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
 }
 
 // pgStats counts the columns of table that PostgreSQL's planner holds
 // statistics of (ANALYZE made them).
 func pgStats(t *testing.T, url, table string) int {
+	t.Helper()
+	return pgCount(t, url, "SELECT count(*) FROM pg_stats WHERE schemaname = 'public' AND tablename = ?", table)
+}
+
+// pgCount runs a count on the database at url.
+func pgCount(t *testing.T, url, q string, args ...any) int {
 	t.Helper()
 	db, err := sql.Open(store.PGDriverName, url)
 	if err != nil {
@@ -46,7 +43,7 @@ func pgStats(t *testing.T, url, table string) int {
 	}
 	defer db.Close()
 	var n int
-	if err := db.QueryRow("SELECT count(*) FROM pg_stats WHERE schemaname = 'public' AND tablename = ?", table).Scan(&n); err != nil {
+	if err := db.QueryRow(q, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
