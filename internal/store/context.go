@@ -193,7 +193,7 @@ func (db *DB) compile(ctx context.Context, scope string, req *admission.Request)
 	if err != nil {
 		return nil, err
 	}
-	rtx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	rtx, err := db.beginRead(ctx)
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -104,8 +104,22 @@ func (db *DB) JSONEach(ctx context.Context, doc string) ([][2]string, error) {
 	return out, rows.Err()
 }
 
-// ReadSetting is a setting of a read pool connection (PostgreSQL).
+// ReadSetting is a setting as a read transaction (a search's, a
+// compile's) sees it.
 func (db *DB) ReadSetting(ctx context.Context, name string) (string, error) {
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback()
+	var v string
+	err = tx.QueryRowContext(ctx, "SELECT current_setting(?)", name).Scan(&v)
+	return v, err
+}
+
+// PoolSetting is a setting of a read pool connection outside any
+// transaction.
+func (db *DB) PoolSetting(ctx context.Context, name string) (string, error) {
 	var v string
 	err := db.rdb.QueryRowContext(ctx, "SELECT current_setting(?)", name).Scan(&v)
 	return v, err

@@ -219,7 +219,7 @@ func (db *DB) loadPostingsLater(keys []postingKey) {
 func (db *DB) loadPostings(keys []postingKey) {
 	ctx, cancel := context.WithTimeout(db.bg, 30*time.Second)
 	defer cancel()
-	tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := db.beginRead(ctx)
 	if err != nil {
 		return
 	}

@@ -95,7 +95,7 @@ func (db *DB) openPG(ctx context.Context) error {
 	if err != nil {
 		return fail(err)
 	}
-	rdb, err := sql.Open(pgDriverName, readPoolDSN(db.cfg.DatabaseURL))
+	rdb, err := sql.Open(pgDriverName, db.cfg.DatabaseURL)
 	if err != nil {
 		return fail(fmt.Errorf("open read pool: %w", err))
 	}
@@ -166,36 +166,50 @@ func (db *DB) migratePG(ctx context.Context) error {
 	}, "engine", "postgres")
 }
 
-// readPoolDSN is the database URL of the read pool: PostgreSQL plans
-// each of its statements for the values it is given
-// (plan_cache_mode=force_custom_plan), unless the URL says otherwise.
-// pgx prepares every statement, and after five runs PostgreSQL may settle
-// on a generic plan made without the values. For a search that plan
-// guesses a scope's key range selective and reads every document of the
-// scope to count one word (9 ms where the word's index entry takes 0.5);
-// planning anew costs a tenth of a millisecond. The writer keeps generic
-// plans: its statements are small and the same whatever their values.
-func readPoolDSN(dsn string) string {
-	const key, value = "plan_cache_mode", "force_custom_plan"
+// pgCustomPlans is the statement a read transaction on PostgreSQL begins
+// with, unless the database URL names a plan_cache_mode: plan each
+// statement for the values it is given. pgx prepares every statement, and
+// after five runs PostgreSQL may settle on a generic plan made without the
+// values. For a search that plan guesses a scope's key range selective and
+// reads every document of the scope to count one word (9 ms where the
+// word's index entry takes 0.5); planning anew costs a tenth of a
+// millisecond. A statement, not a connection parameter, so that a pooler
+// in front of PostgreSQL (PgBouncer refuses startup parameters it does not
+// know) sees nothing new, and SET LOCAL ends with the transaction.
+const pgCustomPlans = "SET LOCAL plan_cache_mode = force_custom_plan"
+
+// urlSetsPlanMode reports whether the database URL (or keyword/value
+// string) names a plan_cache_mode of its own.
+func urlSetsPlanMode(dsn string) bool {
+	const key = "plan_cache_mode"
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		// Appended, not parsed and written again: a URL naming several
-		// hosts (primary and standby) is no URL net/url reads.
-		_, query, ok := strings.Cut(dsn, "?")
-		if !ok {
-			return dsn + "?" + key + "=" + value
-		}
-		if vals, _ := url.ParseQuery(query); vals.Has(key) {
-			return dsn
-		}
-		return dsn + "&" + key + "=" + value
+		// Not url.Parse: a URL naming several hosts (primary and standby)
+		// is no URL net/url reads.
+		_, query, _ := strings.Cut(dsn, "?")
+		vals, _ := url.ParseQuery(query)
+		return vals.Has(key)
 	}
-	// A keyword/value connection string ("host=db dbname=kura").
 	for _, f := range strings.Fields(dsn) {
 		if strings.HasPrefix(f, key+"=") {
-			return dsn
+			return true
 		}
 	}
-	return strings.TrimSpace(dsn + " " + key + "=" + value)
+	return false
+}
+
+// beginRead begins a read-only transaction: one snapshot for a search, a
+// compile or a walk of the graph, planned for its values on PostgreSQL
+// (pgCustomPlans).
+func (db *DB) beginRead(ctx context.Context) (*sql.Tx, error) {
+	tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil || db.pg == nil || urlSetsPlanMode(db.cfg.DatabaseURL) {
+		return tx, err
+	}
+	if _, err := tx.ExecContext(ctx, pgCustomPlans); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
 }
 
 // pgLockWrites takes the write lock in a group transaction, catches up

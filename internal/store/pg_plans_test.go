@@ -43,18 +43,28 @@ func TestJSONEach_RowsOnPostgreSQL(t *testing.T) {
 
 // TestPGReadPool_PlansWithTheValues: searches on PostgreSQL are planned
 // for their words and scope (a generic plan read a scope's every document
-// to count one word), unless the database URL says how to plan.
+// to count one word), unless the database URL says how to plan; the
+// setting ends with the read (nothing of it is left on the pooled
+// connection).
 func TestPGReadPool_PlansWithTheValues(t *testing.T) {
 	t.Parallel()
 	u := pgtest.URL(t)
+	ctx := context.Background()
 	for _, c := range []struct{ url, want string }{
 		{u, "force_custom_plan"},
-		{u + "&plan_cache_mode=auto", "auto"},
+		{u + "&plan_cache_mode=force_generic_plan", "force_generic_plan"},
 	} {
 		db := mustOpenConfig(t, store.Config{DatabaseURL: c.url})
-		got, err := db.ReadSetting(context.Background(), "plan_cache_mode")
+		got, err := db.ReadSetting(ctx, "plan_cache_mode")
 		if err != nil || got != c.want {
 			t.Errorf("%s: plan_cache_mode %q, %v; want %q", c.url, got, err, c.want)
 		}
+	}
+	db := mustOpenConfig(t, store.Config{DatabaseURL: u})
+	if _, err := db.ReadSetting(ctx, "plan_cache_mode"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.PoolSetting(ctx, "plan_cache_mode"); err != nil || got != "auto" {
+		t.Errorf("after a read, the pooled connection's plan_cache_mode is %q, %v; want PostgreSQL's default, auto", got, err)
 	}
 }

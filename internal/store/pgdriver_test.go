@@ -44,20 +44,24 @@ func FuzzRebind(f *testing.F) {
 	})
 }
 
-// TestReadPoolDSN: the read pool plans with its values unless the URL
-// says how to plan; the rest of the URL is left as written.
-func TestReadPoolDSN(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"postgres://kura@db/kura", "postgres://kura@db/kura?plan_cache_mode=force_custom_plan"},
-		{"postgresql://kura:p%40ss@db:5432/kura?sslmode=require", "postgresql://kura:p%40ss@db:5432/kura?sslmode=require&plan_cache_mode=force_custom_plan"},
-		{"postgres://kura@db1:5432,db2:5432/kura?target_session_attrs=read-write", "postgres://kura@db1:5432,db2:5432/kura?target_session_attrs=read-write&plan_cache_mode=force_custom_plan"},
-		{"postgres://kura@db/kura?plan_cache_mode=auto", "postgres://kura@db/kura?plan_cache_mode=auto"},
-		{"postgres://kura@db/kura?sslmode=disable&plan_cache_mode=force_generic_plan", "postgres://kura@db/kura?sslmode=disable&plan_cache_mode=force_generic_plan"},
-		{"host=db user=kura dbname=kura", "host=db user=kura dbname=kura plan_cache_mode=force_custom_plan"},
-		{"host=db plan_cache_mode=auto", "host=db plan_cache_mode=auto"},
+// TestURLSetsPlanMode: a plan_cache_mode in the database URL is found in
+// either form of it, a URL naming several hosts included.
+func TestURLSetsPlanMode(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want bool
+	}{
+		{"postgres://kura@db/kura", false},
+		{"postgresql://kura:p%40ss@db:5432/kura?sslmode=require", false},
+		{"postgres://kura@db1:5432,db2:5432/kura?target_session_attrs=read-write", false},
+		{"postgres://kura@db1:5432,db2:5432/kura?target_session_attrs=read-write&plan_cache_mode=auto", true},
+		{"postgres://kura@db/kura?plan_cache_mode=auto", true},
+		{"postgres://kura@db/kura?x=plan_cache_mode", false},
+		{"host=db user=kura dbname=kura", false},
+		{"host=db plan_cache_mode=auto", true},
 	} {
-		if got := readPoolDSN(c.in); got != c.want {
-			t.Errorf("readPoolDSN(%q) = %q, want %q", c.in, got, c.want)
+		if got := urlSetsPlanMode(c.in); got != c.want {
+			t.Errorf("urlSetsPlanMode(%q) = %v, want %v", c.in, got, c.want)
 		}
 	}
 }

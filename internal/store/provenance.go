@@ -203,7 +203,7 @@ func (db *DB) readLineage(ctx context.Context, scope, ref string, fn func(tx *sq
 	if err != nil {
 		return err
 	}
-	tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := db.beginRead(ctx)
 	if err != nil {
 		return mapErr(err)
 	}

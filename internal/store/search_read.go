@@ -66,7 +66,7 @@ type snapshot struct {
 }
 
 func (db *DB) readSnapshot(ctx context.Context, cache *stmtCache) (*snapshot, error) {
-	tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := db.beginRead(ctx)
 	if err != nil {
 		return nil, mapErr(err)
 	}
