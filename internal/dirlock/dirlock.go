@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // File is the lock file's name inside the directory. It is never removed:
@@ -58,7 +59,11 @@ func Acquire(dir, holder string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock data directory: %w", err)
 	}
-	if err := flock(f); err != nil {
+	err = flock(f)
+	if errors.Is(err, syscall.EWOULDBLOCK) && ownHold(path) {
+		err = retryOwn(f)
+	}
+	if err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			// Absolute, so that "data" in a message says which one.
@@ -78,6 +83,35 @@ func Acquire(dir, holder string) (*Lock, error) {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+" "+holder+"\n"), 0)
 	}
 	return &Lock{f: f}, nil
+}
+
+// ownWait bounds how long Acquire waits for a hold this very process
+// released (ownHold).
+const ownWait = 500 * time.Millisecond
+
+// ownHold reports whether the lock file names this process as its last
+// holder. The hold may then be one this process has just released whose
+// file a child process still has open: a process forked by another
+// goroutine holds a copy of every descriptor until it executes its
+// program, which closes them. A kurad restarted in the same process
+// (tests do it) met that moment as "in use by kurad (pid <its own>)".
+func ownHold(path string) bool {
+	pid, _ := readHolder(path)
+	return pid == os.Getpid()
+}
+
+// retryOwn takes the lock once the copies of a released hold are gone,
+// waiting at most ownWait; a hold this process still has (a second kurad on
+// the same directory) stays an EWOULDBLOCK.
+func retryOwn(f *os.File) error {
+	deadline := time.Now().Add(ownWait)
+	for {
+		time.Sleep(5 * time.Millisecond)
+		err := flock(f)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+	}
 }
 
 // flock takes an exclusive lock without blocking, retrying on EINTR (the
