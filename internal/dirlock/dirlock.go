@@ -89,6 +89,9 @@ func Acquire(dir, holder string) (*Lock, error) {
 // released (ownHold).
 const ownWait = 500 * time.Millisecond
 
+// pause is time.Sleep; a test acts at the retry's pause instead.
+var pause = time.Sleep
+
 // ownHold reports whether the lock file names this process as its last
 // holder. The hold may then be one this process has just released whose
 // file a child process still has open: a process forked by another
@@ -106,7 +109,7 @@ func ownHold(path string) bool {
 func retryOwn(f *os.File) error {
 	deadline := time.Now().Add(ownWait)
 	for {
-		time.Sleep(5 * time.Millisecond)
+		pause(5 * time.Millisecond)
 		err := flock(f)
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			return err

@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/kura-memory/kura/internal/dirlock"
 )
@@ -122,54 +120,4 @@ func TestAcquire_MissingDir(t *testing.T) {
 	if _, err := dirlock.Acquire(filepath.Join(t.TempDir(), "nope"), "kurad"); err == nil {
 		t.Fatal("got nil, want an error for a directory that does not exist")
 	}
-}
-
-// TestAcquire_ReleasedWhileAChildHoldsACopy: a process forked by another
-// goroutine holds a copy of every descriptor until it executes its
-// program; a hold this process released meanwhile is still taken in the
-// kernel's eyes. Acquire waits that moment out instead of reporting this
-// very process as the holder.
-func TestAcquire_ReleasedWhileAChildHoldsACopy(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	l, err := dirlock.Acquire(dir, "kurad")
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyFD := dupOf(t, filepath.Join(dir, dirlock.File)) // the child's copy
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		time.Sleep(50 * time.Millisecond) // the child executes its program
-		syscall.Close(copyFD)
-	}()
-	l2, err := dirlock.Acquire(dir, "kurad")
-	if err != nil {
-		t.Fatalf("got %v, want the lock once the copy is closed", err)
-	}
-	l2.Release()
-}
-
-// dupOf duplicates this process's open descriptor of path, as fork does.
-func dupOf(t *testing.T, path string) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	for _, e := range ents {
-		target, err := os.Readlink("/proc/self/fd/" + e.Name())
-		if err != nil || target != path {
-			continue
-		}
-		fd, _ := strconv.Atoi(e.Name())
-		dup, err := syscall.Dup(fd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return dup
-	}
-	t.Fatalf("no open descriptor of %s", path)
-	return -1
 }
