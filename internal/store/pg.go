@@ -53,12 +53,13 @@ const pgPollInterval = 100 * time.Millisecond
 
 type pgState struct {
 	pollDone chan struct{}
+	ownPlans bool                     // the URL names a plan_cache_mode: reads leave planning to it (beginRead)
 	behind   atomic.Pointer[pgBehind] // set while the database lacks commits this instance saw (pg_behind.go)
 }
 
 // openPG is Open for KURA_DATABASE_URL.
 func (db *DB) openPG(ctx context.Context) error {
-	db.pg = &pgState{pollDone: make(chan struct{})}
+	db.pg = &pgState{pollDone: make(chan struct{}), ownPlans: urlSetsPlanMode(db.cfg.DatabaseURL)}
 	wdb, err := sql.Open(pgDriverName, db.cfg.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -202,7 +203,7 @@ func urlSetsPlanMode(dsn string) bool {
 // (pgCustomPlans).
 func (db *DB) beginRead(ctx context.Context) (*sql.Tx, error) {
 	tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil || db.pg == nil || urlSetsPlanMode(db.cfg.DatabaseURL) {
+	if err != nil || db.pg == nil || db.pg.ownPlans {
 		return tx, err
 	}
 	if _, err := tx.ExecContext(ctx, pgCustomPlans); err != nil {

@@ -65,3 +65,19 @@ func TestURLSetsPlanMode(t *testing.T) {
 		}
 	}
 }
+
+// FuzzURLSetsPlanMode: any string is read without a panic, and a URL that
+// gets a plan_cache_mode of its own is then said to name one.
+func FuzzURLSetsPlanMode(f *testing.F) {
+	for _, s := range []string{"postgres://kura@db/kura", "postgres://a,b/k?x=1", "host=db", "postgresql://?%zz", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, dsn string) {
+		urlSetsPlanMode(dsn)
+		if strings.HasPrefix(dsn, "postgres://") && !strings.ContainsAny(dsn, "?#%;") {
+			if !urlSetsPlanMode(dsn + "?plan_cache_mode=auto") {
+				t.Fatalf("%q with ?plan_cache_mode=auto: not found", dsn)
+			}
+		}
+	})
+}
