@@ -72,7 +72,7 @@ func (b *bench) post(ctx context.Context, url string, body []byte, keep bool) (i
 // a fixed duration, to the kurads of be (split evenly across them).
 func (b *bench) singlePhase(ctx context.Context, be backend) (*PhaseResult, error) {
 	res := &PhaseResult{
-		Title:     fmt.Sprintf("POST /v1/records, %d clients%s", b.cfg.clients, be.title()),
+		Title:     fmt.Sprintf("POST /v1/records, %d clients%s", b.cfg.clients, be.title(b.cfg.hostCPUs)),
 		Metric:    "rows/s",
 		LatencyOf: "request",
 		DataDir:   be.dataDir("holding only the warm-up's records"),
@@ -83,7 +83,7 @@ func (b *bench) singlePhase(ctx context.Context, be backend) (*PhaseResult, erro
 			"keep_alive":     true,
 		},
 	}
-	be.params(res)
+	be.params(res, b.cfg.hostCPUs)
 	for run := range b.cfg.runs {
 		r, err := b.singleRun(ctx, run, res, be)
 		if err != nil {
@@ -118,8 +118,10 @@ func (b *bench) singleRun(ctx context.Context, run int, res *PhaseResult, be bac
 	counters0 := b.fleetCounters(ctx, f)
 	dials0 := b.dials.Load()
 	cpu := f.meter()
+	ran0, spent0 := f.periods()
 	t, elapsed := b.singleWindow(ctx, f.kurads, fmt.Sprintf("s%d", run), b.cfg.singleDur)
 	c := cpu.stop()
+	ran, spent := f.periods()
 	dials := b.dials.Load() - dials0
 	r := Run{
 		ServerCounters: counterDelta(counters0, b.fleetCounters(ctx, f)),
@@ -127,6 +129,11 @@ func (b *bench) singleRun(ctx context.Context, run int, res *PhaseResult, be bac
 		RowsPerSec: round(float64(t.ok) / elapsed.Seconds()),
 		P50ms:      round(percentile(t.lat, 0.50)), P99ms: round(percentile(t.lat, 0.99)),
 		CPU: c, ConnsOpened: &dials, Statuses: t.statuses, FirstError: t.firstErr,
+	}
+	if be.host {
+		if ran > ran0 {
+			r.CPUThrottled = round(float64(spent-spent0) / float64(ran-ran0))
+		}
 	}
 	if t.dedup > 0 {
 		r.FirstError = fmt.Sprintf("%d answers were 200 deduplicated for unique content; %s", t.dedup, r.FirstError)
@@ -241,7 +248,7 @@ func (b *bench) checkRecordShape(ctx context.Context, kurads []*kuradProc) error
 func (b *bench) batchPhase(ctx context.Context, be backend) (*PhaseResult, error) {
 	const perReq = kura.MaxBatchRecords
 	res := &PhaseResult{
-		Title:     fmt.Sprintf("POST /v1/records/batch ×%d, %d clients%s", perReq, b.cfg.batchCli, be.title()),
+		Title:     fmt.Sprintf("POST /v1/records/batch ×%d, %d clients%s", perReq, b.cfg.batchCli, be.title(b.cfg.hostCPUs)),
 		Metric:    "rows/s",
 		LatencyOf: "request (1,000 records)",
 		DataDir:   be.dataDir("holding only the 1,000 warm-up records"),
@@ -251,7 +258,7 @@ func (b *bench) batchPhase(ctx context.Context, be backend) (*PhaseResult, error
 			"requests_per_run": b.cfg.batchReqs,
 		},
 	}
-	be.params(res)
+	be.params(res, b.cfg.hostCPUs)
 	for run := range b.cfg.runs {
 		r, err := b.batchRun(ctx, run, res, be)
 		if err != nil {
@@ -430,6 +437,11 @@ feed:
 func (b *bench) stopKurad(k *kuradProc, res *PhaseResult) {
 	if err := k.stop(); err != nil {
 		res.Notes = append(res.Notes, "shutdown: "+err.Error()+"\nlog tail:\n"+tail(k.logPath, 1024))
+	}
+	if k.cpu != nil {
+		if err := k.cpu.remove(); err != nil {
+			res.Notes = append(res.Notes, err.Error())
+		}
 	}
 	// A full run writes a few hundred MB of data dirs; keep only the logs.
 	if !b.cfg.keep {

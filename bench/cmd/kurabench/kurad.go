@@ -72,7 +72,9 @@ type kuradProc struct {
 	nats    string
 	// pg is the postmaster of the PostgreSQL server kurad stores in (0:
 	// SQLite); its meter counts that server's CPU too.
-	pg      int
+	pg int
+	// cpu is the cgroup holding it to a CPU budget (nil: none).
+	cpu     *cpuGroup
 	exited  chan struct{}
 	waitErr error
 }

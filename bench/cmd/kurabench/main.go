@@ -36,6 +36,8 @@
 //	pg_single_record               single_record against one kurad on PostgreSQL (pg.go), beside single_record
 //	pg_batch_1000                  batch_1000 against one kurad on PostgreSQL
 //	pg_two_kurads                  single_record's clients split over two kurads sharing one database
+//	pg_one_host                    pg_single_record with kurad held to a host's CPU budget (a cgroup quota)
+//	pg_two_hosts                   pg_two_kurads with each kurad held to that budget
 //	pg_latency                     compile and lexical search on 10,000 nodes, SQLite and PostgreSQL
 //
 // Every kurad phase starts its own kurad on a fresh data directory, so no
@@ -112,6 +114,10 @@ type config struct {
 	// endpoint recall_memory also asks through (mode=hybrid).
 	embedderURL   string
 	embedderModel string
+
+	// hostCPUs is the CPU budget of each kurad in pg_one_host and
+	// pg_two_hosts, in CPUs.
+	hostCPUs float64
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -127,6 +133,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.batchCli, "batch-clients", 2, "concurrent clients in the batch phase")
 	fs.StringVar(&c.embedderURL, "embedder-url", "", "an OpenAI-compatible /v1/embeddings endpoint (Ollama, llama.cpp, vLLM, OpenAI): recall_memory also measures mode=hybrid with it (KURA_EMBEDDER_TOKEN is passed on)")
 	fs.StringVar(&c.embedderModel, "embedder-model", "", "the model kurad asks -embedder-url for (KURA_EMBEDDER_MODEL; empty: kurad's default)")
+	fs.Float64Var(&c.hostCPUs, "host-cpus", 0.3, "CPU budget of each kurad in pg_one_host and pg_two_hosts, in CPUs (0.1-1): the cores of the host each would have")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -135,6 +142,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.batchCli < 1 || c.batchCli > 16 {
 		return nil, fmt.Errorf("-batch-clients must be 1..16, got %d", c.batchCli)
+	}
+	if c.hostCPUs < 0.1 || c.hostCPUs > 1 {
+		return nil, fmt.Errorf("-host-cpus must be 0.1..1, got %v", c.hostCPUs)
 	}
 	c.clients = 64
 	c.turnSessions = 8
@@ -205,6 +215,11 @@ type bench struct {
 	// the first of them and stopped when the run ends.
 	pg    *pgServer
 	pgErr error
+	// cg is where the pg_*_host phases make their kurads' CPU budgets
+	// (cgroup.go), found on first use.
+	cg    *cgroupCPU
+	cgErr error
+	cgSet bool
 }
 
 // phase is one measured thing. run returns its result; an error means the
@@ -254,6 +269,12 @@ var phases = []phase{
 	}},
 	{"pg_two_kurads", func(ctx context.Context, b *bench) (*PhaseResult, error) {
 		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.singlePhase(ctx, pgTwo) })
+	}},
+	{"pg_one_host", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.hostPhase(ctx, pgOneHost) })
+	}},
+	{"pg_two_hosts", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.hostPhase(ctx, pgTwoHosts) })
 	}},
 	{"pg_latency", func(ctx context.Context, b *bench) (*PhaseResult, error) {
 		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.pgLatencyPhase(ctx) })

@@ -30,6 +30,9 @@ import (
 //	pg_batch_1000     batch_1000's load against one kurad on PostgreSQL
 //	pg_two_kurads     single_record's clients split over two kurads sharing
 //	                  one database (and a signing key and a NATS cluster)
+//	pg_one_host       pg_single_record with kurad held to a CPU budget, as
+//	                  on a host of its own (cgroup.go)
+//	pg_two_hosts      pg_two_kurads with each kurad held to that budget
 //	pg_latency        compile and lexical search on 10,000 nodes, on SQLite
 //	                  and on PostgreSQL, the same data and requests
 //
@@ -39,11 +42,11 @@ import (
 // when the bench ends. Every run's kurad gets a database of its own.
 const (
 	pgSingleShare = 0.50 // pg_single_record rows/s ≥ 50% of single_record's
-	pgTwoFactor   = 1.50 // pg_two_kurads rows/s ≥ 1.5 × pg_single_record's
+	pgTwoFactor   = 1.50 // pg_two_hosts rows/s ≥ 1.5 × pg_one_host's
 )
 
 // pgPhases are the phases that need PostgreSQL, in run order.
-var pgPhases = []string{"pg_single_record", "pg_batch_1000", "pg_two_kurads", "pg_latency"}
+var pgPhases = []string{"pg_single_record", "pg_batch_1000", "pg_two_kurads", "pg_one_host", "pg_two_hosts", "pg_latency"}
 
 // pgServer is the bench's PostgreSQL.
 type pgServer struct {
@@ -139,22 +142,34 @@ func pgDatabaseBytes(ctx context.Context, u string) (int64, error) {
 type backend struct {
 	pg     bool
 	kurads int
+	// host holds each kurad to the CPU budget of -host-cpus (a cgroup
+	// quota), as a host of its own would.
+	host bool
 }
 
 var (
 	sqliteBackend = backend{kurads: 1}
 	pgOne         = backend{pg: true, kurads: 1}
 	pgTwo         = backend{pg: true, kurads: 2}
+	pgOneHost     = backend{pg: true, kurads: 1, host: true}
+	pgTwoHosts    = backend{pg: true, kurads: 2, host: true}
 )
 
-func (be backend) title() string {
+func (be backend) title(cpus float64) string {
+	held := ""
+	if be.host {
+		held = fmt.Sprintf(", each held to %.2f CPUs (a host of its own)", cpus)
+		if be.kurads == 1 {
+			held = fmt.Sprintf(" held to %.2f CPUs (a host of its own)", cpus)
+		}
+	}
 	switch {
 	case !be.pg:
 		return ""
 	case be.kurads == 1:
-		return ", one kurad on PostgreSQL"
+		return ", one kurad on PostgreSQL" + held
 	}
-	return fmt.Sprintf(", %d kurads sharing one PostgreSQL database (clients split evenly)", be.kurads)
+	return fmt.Sprintf(", %d kurads sharing one PostgreSQL database (clients split evenly)%s", be.kurads, held)
 }
 
 func (be backend) dataDir(holding string) string {
@@ -168,10 +183,14 @@ func (be backend) dataDir(holding string) string {
 }
 
 // params records the store in the phase's params.
-func (be backend) params(res *PhaseResult) {
+func (be backend) params(res *PhaseResult, cpus float64) {
 	if be.pg {
 		res.Params["store"] = "postgresql"
 		res.Params["kurads"] = be.kurads
+	}
+	if be.host {
+		res.Params["kurad_cpus"] = cpus
+		res.Params["cpu_quota_period_ms"] = cpuQuotaPeriod.Milliseconds()
 	}
 }
 
@@ -179,6 +198,19 @@ func (be backend) params(res *PhaseResult) {
 type fleet struct {
 	kurads []*kuradProc
 	pg     int // postmaster pid (0 on SQLite)
+}
+
+// periods adds up the quota periods of the kurads held to a CPU budget
+// (cgroup.go): how many they ran in, and in how many they spent it.
+func (f *fleet) periods() (ran, throttled int64) {
+	for _, k := range f.kurads {
+		if k.cpu != nil {
+			r, t := k.cpu.periods()
+			ran += r
+			throttled += t
+		}
+	}
+	return ran, throttled
 }
 
 // meter measures the bench, every kurad and PostgreSQL.
@@ -261,6 +293,19 @@ func (b *bench) startBackend(ctx context.Context, be backend, name string) (*fle
 		}
 		k.pg = s.postmaster
 		f.kurads = append(f.kurads, k)
+		if be.host {
+			cg, err := b.cgroups()
+			if err == nil {
+				k.cpu, err = cg.child(fmt.Sprintf("kurabench-%d-%s-%c", os.Getpid(), name, 'a'+i), b.cfg.hostCPUs)
+			}
+			if err == nil {
+				err = k.cpu.add(k.pid())
+			}
+			if err != nil {
+				b.stopFleet(f, &PhaseResult{})
+				return nil, fmt.Errorf("hold kurad to %v CPUs: %w", b.cfg.hostCPUs, err)
+			}
+		}
 		// The next kurads join the first one's NATS server, as a
 		// deployment of several kurads does.
 		if i == 0 && be.kurads > 1 {
@@ -273,6 +318,26 @@ func (b *bench) startBackend(ctx context.Context, be backend, name string) (*fle
 		}
 	}
 	return f, nil
+}
+
+// cgroups finds the cgroup hierarchy the host phases make budgets in.
+func (b *bench) cgroups() (*cgroupCPU, error) {
+	if !b.cgSet {
+		b.cg, b.cgErr = findCgroupCPU()
+		b.cgSet = true
+	}
+	return b.cg, b.cgErr
+}
+
+// hostPhase is singlePhase with each kurad held to -host-cpus, or a skip
+// with a note where the bench cannot make cgroups (not root, no cpu
+// controller, a read-only mount).
+func (b *bench) hostPhase(ctx context.Context, be backend) (*PhaseResult, error) {
+	if _, err := b.cgroups(); err != nil {
+		return &PhaseResult{Title: "skipped", Metric: "-", DataDir: "-", Params: map[string]any{"skipped": true},
+			Notes: []string{"skipped: cannot hold kurad to a CPU budget here (" + err.Error() + "); it needs a writable cgroup with the cpu controller, as root; nothing was measured"}}, nil
+	}
+	return b.singlePhase(ctx, be)
 }
 
 // natsClusterAddr is /v1/info nats.cluster.addr.
@@ -505,8 +570,15 @@ func judgePG(b *bench, relative func(name, ref string, share float64)) {
 	if measured("pg_single_record") {
 		relative("pg_single_record", "single_record", pgSingleShare)
 	}
-	if measured("pg_two_kurads") {
-		relative("pg_two_kurads", "pg_single_record", pgTwoFactor)
+	if measured("pg_two_hosts") {
+		relative("pg_two_hosts", "pg_one_host", pgTwoFactor)
+	}
+	if r, one := b.result("pg_two_kurads"), b.result("pg_single_record"); r != nil && r.Error == "" && len(r.Runs) > 0 {
+		if one != nil && one.Error == "" && one.Median > 0 {
+			r.Params["ratio_to_pg_single_record"] = round(r.Median / one.Median)
+		} else {
+			r.Notes = append(r.Notes, "no ratio to pg_single_record: it did not run in this invocation")
+		}
 	}
 	if r, base := b.result("pg_batch_1000"), b.result("batch_1000"); r != nil && r.Error == "" && len(r.Runs) > 0 {
 		if base != nil && base.Error == "" && base.Median > 0 {
@@ -548,6 +620,10 @@ func printPG(w io.Writer, rep *Report) {
 			lines = append(lines, fmt.Sprintf("  %s\t%s rows/s%s\tp50 %.2f / p99 %.2f ms\t%s%s", name, thousands(r.Median), ratio(r, ref), r.P50ms, r.P99ms, cpu(r.CPU), writeLock(r)))
 		case "pg_two_kurads":
 			lines = append(lines, fmt.Sprintf("  %s\t%s rows/s%s\tp50 %.2f / p99 %.2f ms\t%s%s", name, thousands(r.Median), ratio(r, "pg_single_record"), r.P50ms, r.P99ms, cpu(r.CPU), writeLock(r)))
+		case "pg_one_host":
+			lines = append(lines, fmt.Sprintf("  %s\t%s rows/s%s\tp50 %.2f / p99 %.2f ms\t%s%s%s", name, thousands(r.Median), ratio(r, "pg_single_record"), r.P50ms, r.P99ms, cpu(r.CPU), writeLock(r), budget(r)))
+		case "pg_two_hosts":
+			lines = append(lines, fmt.Sprintf("  %s\t%s rows/s%s\tp50 %.2f / p99 %.2f ms\t%s%s%s", name, thousands(r.Median), ratio(r, "pg_one_host"), r.P50ms, r.P99ms, cpu(r.CPU), writeLock(r), budget(r)))
 		case "pg_latency":
 			for _, op := range pgLatencyOps {
 				s, p := r.Ops[op+"_sqlite"], r.Ops[op+"_pg"]
@@ -572,6 +648,21 @@ func printPG(w io.Writer, rep *Report) {
 		fmt.Fprintf(w, "  server: PostgreSQL %s, fsync=%s, synchronous_commit=%s, full_page_writes=%s, wal_sync_method=%s, shared_buffers=%s\n",
 			settings["server_version"], settings["fsync"], settings["synchronous_commit"], settings["full_page_writes"], settings["wal_sync_method"], settings["shared_buffers"])
 	}
+}
+
+// budget says what the kurads held to a CPU budget were given and in how
+// many of the quota's periods they spent all of it (median over the runs):
+// a kurad that spends its budget is held by it, as a host's kurad by its
+// cores.
+func budget(r *PhaseResult) string {
+	var spent []float64
+	for _, run := range r.Runs {
+		spent = append(spent, run.CPUThrottled)
+	}
+	if len(spent) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; each kurad held to %v CPUs, spent in %s of its %v ms periods", r.Params["kurad_cpus"], pct(median(spent)), r.Params["cpu_quota_period_ms"])
 }
 
 // writeLock says how busy the write lock the kurads share was in r's runs

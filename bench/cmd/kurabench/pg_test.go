@@ -21,10 +21,12 @@ func TestJudgePG(t *testing.T) {
 		want    map[string][]bool // phase → pass of each target
 		ratio   float64           // pg_batch_1000's ratio_to_batch_1000 (0: none)
 	}{
-		{"all measured, both pass", []*PhaseResult{measured("single_record", 1000), measured("batch_1000", 20000), measured("pg_single_record", 600), measured("pg_batch_1000", 10000), measured("pg_two_kurads", 900)},
-			map[string][]bool{"pg_single_record": {true}, "pg_two_kurads": {true}}, 0.5},
-		{"both miss", []*PhaseResult{measured("single_record", 1000), measured("pg_single_record", 400), measured("pg_two_kurads", 500)},
-			map[string][]bool{"pg_single_record": {false}, "pg_two_kurads": {false}}, 0},
+		{"all measured, both pass", []*PhaseResult{measured("single_record", 1000), measured("batch_1000", 20000), measured("pg_single_record", 600), measured("pg_batch_1000", 10000), measured("pg_two_kurads", 540), measured("pg_one_host", 200), measured("pg_two_hosts", 300)},
+			map[string][]bool{"pg_single_record": {true}, "pg_two_hosts": {true}, "pg_two_kurads": nil, "pg_one_host": nil}, 0.5},
+		{"both miss", []*PhaseResult{measured("single_record", 1000), measured("pg_single_record", 400), measured("pg_one_host", 200), measured("pg_two_hosts", 299)},
+			map[string][]bool{"pg_single_record": {false}, "pg_two_hosts": {false}}, 0},
+		{"two hosts without one: noted, not judged", []*PhaseResult{measured("pg_two_hosts", 300)},
+			map[string][]bool{"pg_two_hosts": nil}, 0},
 		{"no SQLite reference: noted, not judged", []*PhaseResult{measured("pg_single_record", 400)},
 			map[string][]bool{"pg_single_record": nil}, 0},
 		{"skipped: no target", []*PhaseResult{measured("single_record", 1000), skipped},
@@ -50,6 +52,12 @@ func TestJudgePG(t *testing.T) {
 				}
 				if len(want) == 0 && r.Pass != nil {
 					t.Errorf("%s: pass set to %v without a target", name, *r.Pass)
+				}
+			}
+			if r, one := b.result("pg_two_kurads"), b.result("pg_single_record"); r != nil {
+				got, _ := r.Params["ratio_to_pg_single_record"].(float64)
+				if want := r.Median / one.Median; got != round(want) {
+					t.Errorf("pg_two_kurads ratio_to_pg_single_record = %v, want %v", got, round(want))
 				}
 			}
 			if r := b.result("pg_batch_1000"); r != nil {

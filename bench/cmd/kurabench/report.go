@@ -67,23 +67,26 @@ type PhaseResult struct {
 type Run struct {
 	// Op names what the run timed, for phases timing several request
 	// kinds in separate runs (memory_trace, memory_search, context_*).
-	Op             string      `json:"op,omitempty"`
-	Rows           int         `json:"rows,omitempty"`
-	Turns          int         `json:"turns,omitempty"`
-	TurnsPerSec    float64     `json:"turns_per_s,omitempty"`
-	TurnsBySecond  []int       `json:"turns_by_second,omitempty"` // turns completed in each second of the window: shows a rate that drifts as sessions grow
-	Requests       int         `json:"requests,omitempty"`
-	Errors         int         `json:"errors"`
-	Seconds        float64     `json:"seconds"`
-	RowsPerSec     float64     `json:"rows_per_s,omitempty"`
-	P50ms          float64     `json:"p50_ms,omitempty"`
-	P99ms          float64     `json:"p99_ms,omitempty"`
-	Ms             float64     `json:"ms,omitempty"`
-	WallMs         float64     `json:"wall_ms,omitempty"`
-	ClientDecodeMs float64     `json:"client_decode_ms,omitempty"`
-	CPU            *CPU        `json:"cpu,omitempty"`          // per run for throughput phases; latency phases measure CPU over all runs at once
-	ConnsOpened    *int64      `json:"conns_opened,omitempty"` // TCP dials during the run (keep-alive check)
-	Statuses       map[int]int `json:"statuses,omitempty"`
+	Op             string  `json:"op,omitempty"`
+	Rows           int     `json:"rows,omitempty"`
+	Turns          int     `json:"turns,omitempty"`
+	TurnsPerSec    float64 `json:"turns_per_s,omitempty"`
+	TurnsBySecond  []int   `json:"turns_by_second,omitempty"` // turns completed in each second of the window: shows a rate that drifts as sessions grow
+	Requests       int     `json:"requests,omitempty"`
+	Errors         int     `json:"errors"`
+	Seconds        float64 `json:"seconds"`
+	RowsPerSec     float64 `json:"rows_per_s,omitempty"`
+	P50ms          float64 `json:"p50_ms,omitempty"`
+	P99ms          float64 `json:"p99_ms,omitempty"`
+	Ms             float64 `json:"ms,omitempty"`
+	WallMs         float64 `json:"wall_ms,omitempty"`
+	ClientDecodeMs float64 `json:"client_decode_ms,omitempty"`
+	CPU            *CPU    `json:"cpu,omitempty"` // per run for throughput phases; latency phases measure CPU over all runs at once
+	// CPUThrottled is the share of the quota periods in which the kurads
+	// held to a CPU budget spent all of it (pg_*_host phases).
+	CPUThrottled float64     `json:"cpu_throttled_share,omitempty"`
+	ConnsOpened  *int64      `json:"conns_opened,omitempty"` // TCP dials during the run (keep-alive check)
+	Statuses     map[int]int `json:"statuses,omitempty"`
 	// Ops is each request kind's latency in this run (turns phase).
 	Ops map[string]OpLatency `json:"ops,omitempty"`
 	// ServerCounters are kurad's writer/store counters over the run (see
