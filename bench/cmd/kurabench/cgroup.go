@@ -21,11 +21,16 @@ import (
 // budget, a second kurad on a 2-core box competes for the same cores as
 // the first (pg_two_kurads).
 
-// cpuQuotaPeriod is the quota's accounting period. Short, so a kurad that
-// spends its budget waits at most a few milliseconds (a long period would
-// stall a kurad holding the shared write lock for most of it, which no
-// host's scheduler does).
-const cpuQuotaPeriod = 5 * time.Millisecond
+// quotaPeriod is the accounting period of a budget of cpus: the shortest
+// the kernel allows, whose quota is its minimum of 1 ms (3.3 ms at 0.3
+// CPUs). A quota is stop-and-go: a kurad that spends it waits for the next
+// period, even for a reply PostgreSQL has already sent, and a kurad
+// holding the shared write lock holds it through that wait. A host's
+// slower cores stretch only its own work, so the shorter the wait, the
+// closer the budget is to a host of that size.
+func quotaPeriod(cpus float64) time.Duration {
+	return max(time.Duration(float64(time.Millisecond)/cpus), time.Millisecond).Round(time.Microsecond)
+}
 
 // cgroupCPU is a writable cgroup hierarchy with the cpu controller.
 type cgroupCPU struct {
@@ -176,7 +181,7 @@ func (c *cgroupCPU) child(name string, cpus float64) (*cpuGroup, error) {
 		return nil, fmt.Errorf("make cgroup: %w", err)
 	}
 	g := &cpuGroup{dir: dir}
-	period := cpuQuotaPeriod.Microseconds()
+	period := quotaPeriod(cpus).Microseconds()
 	quota := max(int64(cpus*float64(period)), 1000) // the kernel's minimum quota is 1 ms
 	var err error
 	if c.v2 {

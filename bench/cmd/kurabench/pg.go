@@ -190,7 +190,7 @@ func (be backend) params(res *PhaseResult, cpus float64) {
 	}
 	if be.host {
 		res.Params["kurad_cpus"] = cpus
-		res.Params["cpu_quota_period_ms"] = cpuQuotaPeriod.Milliseconds()
+		res.Params["cpu_quota_period_ms"] = round(ms(quotaPeriod(cpus)))
 	}
 }
 
