@@ -1,20 +1,21 @@
 package kuradtest
 
 import (
-	"net"
 	"testing"
+
+	"github.com/kura-memory/kura/internal/freeport"
 )
 
-// FreeAddr is an address on 127.0.0.1 whose port the OS has just picked
-// and on which nothing listens now: for a kurad or witness a test starts
-// later on an address it must know first, or for a client that must find
-// nobody there.
+// FreeAddr is an address on 127.0.0.1 on which nothing listens now: for a
+// kurad or witness a test starts later on an address it must know first,
+// or for a client that must find nobody there. Its port is below the
+// kernel's ephemeral range, so no other listener or client socket of the
+// test run takes it meanwhile (freeport).
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }

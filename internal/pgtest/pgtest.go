@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/kura-memory/kura/internal/freeport"
 )
 
 // server is the one cluster of this test binary.
@@ -253,14 +253,9 @@ func runAs(cred *syscall.Credential, bin, name string, args ...string) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port for a server that names it in its own config; see
+// freeport for why not one the kernel picks.
+func freePort() (int, error) { return freeport.Get() }
 
 // reapOrphans stops the servers of test binaries that died without
 // stopping them (a timeout, a kill) and removes their directories.
