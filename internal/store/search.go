@@ -250,7 +250,18 @@ func compileRanking(ctx context.Context, q queryer, pg bool, scope, query string
 	}
 	// Every match is ranked (rankAll): a compile decides every node
 	// anyway, and a score shown for each must be the exact one.
-	hits, err := rankAll(ctx, q, pg, sid, words, nodeFilter{}, -1)
+	var idf map[string]float64
+	if pg {
+		l := lexical{pg: true, RankBounds: RankBounds{}.withDefaults()}
+		counts, err := l.wordCounts(ctx, q, sid, words)
+		if err != nil {
+			return nil, err
+		}
+		if idf, err = l.pgIDF(ctx, q, sid, words, counts); err != nil {
+			return nil, err
+		}
+	}
+	hits, err := rankAll(ctx, q, pg, sid, words, idf, nodeFilter{}, -1)
 	if err != nil || len(hits) == 0 {
 		return out, err
 	}

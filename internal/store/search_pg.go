@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -206,8 +207,9 @@ func pgWeights(byClass map[byte]float64) string {
 }
 
 // Memory search's classes: each of node_fts's fields gets the class of
-// its weight, the heaviest A (4 distinct weights at most).
-var nodeLabels, nodeRankSQL = func() ([]byte, string) {
+// its weight, the heaviest A (4 distinct weights at most); nodeWeights is
+// ts_rank's weights array for them.
+var nodeLabels, nodeWeights = func() ([]byte, string) {
 	var ws []float64
 	for _, c := range ftsColumns {
 		if !slices.Contains(ws, c.weight) {
@@ -226,11 +228,56 @@ var nodeLabels, nodeRankSQL = func() ([]byte, string) {
 		labels[i] = l
 		byClass[l] = c.weight
 	}
-	// ts_rank is positive, better is higher; the ranking reads bm25()'s
-	// sense (lower is better), so it is negated. Normalisation 1 divides
-	// by the log of the document's length, as bm25() discounts long ones.
-	return labels, "-ts_rank(" + pgWeights(byClass) + ", f.doc, q, 1)"
+	return labels, pgWeights(byClass)
 }()
+
+// pgScoreSQL is the ranking expression over n words: each word's ts_rank
+// in the document (by field weight; normalisation 1 divides by the log of
+// the document's length, as bm25() discounts long ones) times the word's
+// IDF in the scope (pgIDF), added up, as bm25() adds up its words. ts_rank
+// alone weighs every word alike, so a question's common words ("what",
+// "did", "about") outranked its one rare word: recall@10 on the bench's
+// conversations was 0.40 against 0.67 on SQLite. Negated: the ranking
+// reads bm25()'s sense, lower is better. The arguments are pgScoreArgs.
+func pgScoreSQL(n int) string {
+	terms := make([]string, n)
+	for i := range terms {
+		terms[i] = "CAST(? AS float8) * ts_rank(" + nodeWeights + ", f.doc, CAST(? AS tsquery), 1)"
+	}
+	return "-(" + strings.Join(terms, " + ") + ")"
+}
+
+// pgScoreArgs are pgScoreSQL's arguments for words: each one's IDF and
+// tsquery.
+func pgScoreArgs(words []string, idf map[string]float64) []any {
+	args := make([]any, 0, 2*len(words))
+	for _, w := range words {
+		args = append(args, idf[w], pgMatch(matchWords([]string{w})))
+	}
+	return args
+}
+
+// pgIDF is each word's inverse document frequency in scope sid: counts are
+// wordCounts (exact below CommonWord), against the scope's node count
+// (exact below ten times that; past it, only how much rarer one word is
+// than another matters). SQLite's bm25() weighs by the same (over the
+// whole index, in FTS5).
+func (l lexical) pgIDF(ctx context.Context, q queryer, sid int64, words []string, counts []int) (map[string]float64, error) {
+	lo, hi := scopeRows(sid)
+	var n int
+	err := q.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM node_fts WHERE rowid BETWEEN ? AND ? LIMIT "+
+		strconv.Itoa(10*l.CommonWord)+") c", lo, hi).Scan(&n)
+	if err != nil {
+		return nil, fmt.Errorf("search: count the scope: %w", err)
+	}
+	idf := make(map[string]float64, len(words))
+	for i, w := range words {
+		c := float64(counts[i])
+		all := max(float64(n), c)
+		idf[w] = math.Log(1 + (all-c+0.5)/(c+0.5))
+	}
+	return idf, nil
+}
 
 // pgMatch is the tsquery text of memory search's match expression.
 func pgMatch(expr string) string { return pgTSQuery(expr, recall.Tokens, nil) }
@@ -252,8 +299,8 @@ func pgCountWordSQL(commonWord int) string {
 
 // pgRankSQL ranks the scope's matches, joined to their nodes when a
 // filter (where) reads them.
-func pgRankSQL(where string) string {
-	return "SELECT f.rowid, " + nodeRankSQL + " AS r FROM CAST(? AS tsquery) q, node_fts f" + pgNodeJoin(where) +
+func pgRankSQL(where string, words int) string {
+	return "SELECT f.rowid, " + pgScoreSQL(words) + " AS r FROM CAST(? AS tsquery) q, node_fts f" + pgNodeJoin(where) +
 		" WHERE f.doc @@ q AND f.rowid BETWEEN ? AND ?" + where
 }
 
@@ -265,8 +312,8 @@ func pgNodeJoin(where string) string {
 }
 
 // pgRecentSQL ranks the newest recent matches of the scope.
-func pgRecentSQL(where string, recent int) string {
-	q := "SELECT f.rowid, f.r FROM (SELECT f.rowid, " + nodeRankSQL + " AS r FROM CAST(? AS tsquery) q, node_fts f" +
+func pgRecentSQL(where string, recent, words int) string {
+	q := "SELECT f.rowid, f.r FROM (SELECT f.rowid, " + pgScoreSQL(words) + " AS r FROM CAST(? AS tsquery) q, node_fts f" +
 		" WHERE f.doc @@ q AND f.rowid BETWEEN ? AND ? ORDER BY f.rowid DESC LIMIT " + strconv.Itoa(recent) + ") f" + pgNodeJoin(where)
 	if where != "" {
 		q += " WHERE true" + where

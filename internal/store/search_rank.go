@@ -212,20 +212,29 @@ func (l lexical) search(ctx context.Context, q queryer, sid int64, words []strin
 	if len(words) == 0 || total == 0 {
 		return nil, nil
 	}
-	if !common && total <= l.Budget {
-		return rankAll(ctx, q, l.pg, sid, words, f, limit)
+	var idf map[string]float64
+	if l.pg {
+		var err error
+		if idf, err = l.pgIDF(ctx, q, sid, words, counts); err != nil {
+			return nil, err
+		}
 	}
-	return l.rankPruned(ctx, q, sid, words, counts, f, limit)
+	if !common && total <= l.Budget {
+		return rankAll(ctx, q, l.pg, sid, words, idf, f, limit)
+	}
+	return l.rankPruned(ctx, q, sid, words, counts, idf, f, limit)
 }
 
 // rankAll scores every node of scope sid holding any of words: the exact
-// ranking, at most limit nodes (all of them for limit < 0).
-func rankAll(ctx context.Context, q queryer, pg bool, sid int64, words []string, f nodeFilter, limit int) ([]hit, error) {
+// ranking, at most limit nodes (all of them for limit < 0). idf weighs the
+// words on PostgreSQL (pgIDF).
+func rankAll(ctx context.Context, q queryer, pg bool, sid int64, words []string, idf map[string]float64, f nodeFilter, limit int) ([]hit, error) {
 	lo, hi := scopeRows(sid)
 	var sqlq string
 	if pg {
-		args := append([]any{pgMatch(matchWords(words)), lo, hi}, f.args...)
-		return scanHits(ctx, q, pgRankSQL(f.where)+" ORDER BY r, f.rowid LIMIT ?", append(args, pgLimit(limit))...)
+		args := append(pgScoreArgs(words, idf), pgMatch(matchWords(words)), lo, hi)
+		args = append(args, f.args...)
+		return scanHits(ctx, q, pgRankSQL(f.where, len(words))+" ORDER BY r, f.rowid LIMIT ?", append(args, pgLimit(limit))...)
 	}
 	if f.where == "" {
 		sqlq = "SELECT rowid, " + bm25Expr + " AS r FROM node_fts WHERE node_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY r, rowid LIMIT ?"
@@ -243,7 +252,7 @@ var nidMask = strconv.FormatInt(1<<nidBits-1, 10)
 
 // rankPruned ranks a query holding common words or matching more than
 // Budget nodes, as the comment above says.
-func (l lexical) rankPruned(ctx context.Context, q queryer, sid int64, words []string, counts []int, f nodeFilter, limit int) ([]hit, error) {
+func (l lexical) rankPruned(ctx context.Context, q queryer, sid int64, words []string, counts []int, idf map[string]float64, f nodeFilter, limit int) ([]hit, error) {
 	pg := l.pg
 	order := make([]int, len(words))
 	for i := range order {
@@ -277,15 +286,20 @@ func (l lexical) rankPruned(ctx context.Context, q queryer, sid int64, words []s
 		// has>)", would need one pass, but the IDF of a token every node
 		// has costs a count of the whole index: it was slower.)
 		matches := []string{matchWords(rare)}
+		scored := [][]string{rare} // the words each match scores
 		if len(common) > 0 {
 			matches = append(matches, "("+matchWords(rare)+") AND ("+matchWords(common)+")")
+			scored = append(scored, append(slices.Clip(rare), common...))
 		}
-		for _, match := range matches {
+		for i, match := range matches {
 			sqlq := "SELECT f.rowid, " + bm25Expr + " FROM node_fts f" + join + " WHERE node_fts MATCH ? AND f.rowid BETWEEN ? AND ?" + where
+			var args []any
 			if pg {
-				sqlq = pgRankSQL(where)
+				sqlq = pgRankSQL(where, len(scored[i]))
+				args = pgScoreArgs(scored[i], idf)
 			}
-			hits, err := scanHits(ctx, q, sqlq, append([]any{ftsMatch(pg, match), lo, hi}, f.args...)...)
+			args = append(append(args, ftsMatch(pg, match), lo, hi), f.args...)
+			hits, err := scanHits(ctx, q, sqlq, args...)
 			if err != nil {
 				return nil, err
 			}
@@ -302,10 +316,13 @@ func (l lexical) rankPruned(ctx context.Context, q queryer, sid int64, words []s
 		if where != "" {
 			sqlq += " WHERE 1" + where
 		}
+		var args []any
 		if pg {
-			sqlq = pgRecentSQL(where, l.RecentCommon)
+			sqlq = pgRecentSQL(where, l.RecentCommon, len(words))
+			args = pgScoreArgs(words, idf)
 		}
-		recent, err := scanHits(ctx, q, sqlq, append([]any{ftsMatch(pg, matchWords(words)), lo, hi}, f.args...)...)
+		args = append(append(args, ftsMatch(pg, matchWords(words)), lo, hi), f.args...)
+		recent, err := scanHits(ctx, q, sqlq, args...)
 		if err != nil {
 			return nil, err
 		}

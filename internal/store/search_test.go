@@ -292,6 +292,43 @@ func TestSearch_Ranking(t *testing.T) {
 	}
 }
 
+// TestSearch_RareWordsOutweighCommonOnes holds both engines to weighing a
+// word by its rarity: a node holding a question's two rare words outranks
+// twenty short ones holding its two common words twice each, ranked whole and ranked
+// pruned (common words past CommonWord). PostgreSQL's ts_rank weighs every
+// word alike; before it was weighted by IDF it put the target last.
+func TestSearch_RareWordsOutweighCommonOnes(t *testing.T) {
+	t.Parallel()
+	for _, engine := range []string{"sqlite", "postgres"} {
+		for _, bounds := range []struct {
+			name string
+			b    store.RankBounds
+		}{{"whole", store.RankBounds{}}, {"pruned", store.RankBounds{CommonWord: 5, Budget: 10, RecentCommon: 50}}} {
+			t.Run(engine+"/"+bounds.name, func(t *testing.T) {
+				t.Parallel()
+				cfg := store.Config{RankBounds: bounds.b}
+				if engine == "postgres" {
+					cfg.DatabaseURL = pgtest.URL(t)
+				}
+				db := mustOpenConfig(t, cfg)
+				ins := []kura.NodeInput{{Kind: "fact", ID: "target",
+					Summary: ptr("in spring she adopted a retired greyhound from the shelter by the harbour after months of looking")}}
+				for i := range 20 {
+					ins = append(ins, kura.NodeInput{Kind: "note", ID: fmt.Sprintf("chat-%d", i),
+						Summary: ptr(fmt.Sprintf("say weekend, say weekend %d", i))})
+				}
+				if _, err := db.PutNodes(context.Background(), "rare", ins); err != nil {
+					t.Fatal(err)
+				}
+				got := searchRefs(t, db, "rare", kura.SearchQuery{Q: "what did she say about adopting a greyhound on the weekend", Limit: 5})
+				if len(got) == 0 || got[0] != "fact:target" {
+					t.Fatalf("search: got %v, want fact:target first", got)
+				}
+			})
+		}
+	}
+}
+
 // TestSearch_Explains: the reasons name each field a query word was found
 // in and the words as the query gave them, stemmed matches included.
 func TestSearch_Explains(t *testing.T) {
