@@ -38,6 +38,7 @@
 //	pg_two_kurads                  single_record's clients split over two kurads sharing one database
 //	pg_one_host                    pg_single_record with kurad held to a host's CPU budget (a cgroup quota)
 //	pg_two_hosts                   pg_two_kurads with each kurad held to that budget
+//	pg_recall_memory, pg_recall_kb recall_memory and recall_kb against one kurad on PostgreSQL
 //	pg_latency                     compile and lexical search on 10,000 nodes, SQLite and PostgreSQL
 //
 // Every kurad phase starts its own kurad on a fresh data directory, so no
@@ -253,8 +254,10 @@ var phases = []phase{
 	}},
 	{"kb_upsert", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.kbUpsertPhase(ctx) }},
 	{"kb_query", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.kbQueryPhase(ctx) }},
-	{"recall_memory", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.recallMemoryPhase(ctx) }},
-	{"recall_kb", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.recallKBPhase(ctx) }},
+	{"recall_memory", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.recallMemoryPhase(ctx, sqliteBackend)
+	}},
+	{"recall_kb", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.recallKBPhase(ctx, sqliteBackend) }},
 	{"search_lexical_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.searchLexicalPhase(ctx) }},
 	{"search_hybrid_100k", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.searchHybridPhase(ctx) }},
 	{"log_overhead", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.logOverheadPhase(ctx) }},
@@ -275,6 +278,12 @@ var phases = []phase{
 	}},
 	{"pg_two_hosts", func(ctx context.Context, b *bench) (*PhaseResult, error) {
 		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.hostPhase(ctx, pgTwoHosts) })
+	}},
+	{"pg_recall_memory", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.recallMemoryPhase(ctx, pgOne) })
+	}},
+	{"pg_recall_kb", func(ctx context.Context, b *bench) (*PhaseResult, error) {
+		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.recallKBPhase(ctx, pgOne) })
 	}},
 	{"pg_latency", func(ctx context.Context, b *bench) (*PhaseResult, error) {
 		return b.pgPhase(ctx, func() (*PhaseResult, error) { return b.pgLatencyPhase(ctx) })

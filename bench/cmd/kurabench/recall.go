@@ -284,7 +284,7 @@ func byTag(r *RecallResult, tags [][]string, metric func(e *Engine, idx []int) f
 	}
 }
 
-func (b *bench) recallMemoryPhase(ctx context.Context) (*PhaseResult, error) {
+func (b *bench) recallMemoryPhase(ctx context.Context, be backend) (*PhaseResult, error) {
 	convs, _ := b.recallSizes()
 	set := evalset.Memory(evalset.MemoryConfig{Seed: recallSeed, Conversations: convs})
 	multi := 0
@@ -294,7 +294,7 @@ func (b *bench) recallMemoryPhase(ctx context.Context) (*PhaseResult, error) {
 		}
 	}
 	res := &PhaseResult{
-		Title:     fmt.Sprintf("memory search recall: %d questions over %d conversations (%s turns)", len(set.Questions), convs, thousands(float64(set.Turns()))),
+		Title:     fmt.Sprintf("memory search recall: %d questions over %d conversations (%s turns)%s", len(set.Questions), convs, thousands(float64(set.Turns())), be.title(b.cfg.hostCPUs)),
 		Metric:    "recall@10",
 		LatencyOf: fmt.Sprintf("one GET .../memory/search?limit=%d&mode=lexical, one client", recallLimit),
 		DataDir:   "one fresh kurad data dir; every turn an episode node, one scope per conversation, written through POST .../nodes/batch",
@@ -304,25 +304,31 @@ func (b *bench) recallMemoryPhase(ctx context.Context) (*PhaseResult, error) {
 		"two_evidence_questions": multi, "generator": "bench/internal/evalset (Memory)",
 	}}
 	res.Recall = rr
-	k, err := b.startKurad(ctx, "recall-memory")
+	if be.pg {
+		res.DataDir = "one fresh kurad and PostgreSQL database; every turn an episode node, one scope per conversation, written through POST .../nodes/batch"
+		res.Params = map[string]any{}
+		be.params(res, b.cfg.hostCPUs)
+	}
+	f, err := b.startBackend(ctx, be, "recall-memory")
 	if err != nil {
 		return res, err
 	}
+	k := f.kurads[0]
 	t0 := time.Now()
 	if err := b.writeTurns(ctx, k, set); err != nil {
-		b.stopKurad(k, res)
+		b.stopFleet(f, res)
 		return res, err
 	}
 	rr.Set["write_seconds"] = round(time.Since(t0).Seconds())
-	cpu := startCPU(k.pid())
+	cpu := f.meter()
 	lex, err := b.askMemory(ctx, k, set, "lexical")
 	res.CPU = *cpu.stop()
-	b.stopKurad(k, res)
+	b.stopFleet(f, res)
 	rr.Engines = append(rr.Engines, lex)
 	if err != nil {
 		return res, err
 	}
-	if b.cfg.embedderURL != "" {
+	if b.cfg.embedderURL != "" && !be.pg {
 		hy, err := b.recallHybrid(ctx, set, res)
 		if hy != nil {
 			rr.Engines = append(rr.Engines, hy)
@@ -413,7 +419,7 @@ func lookupIdentifiers(text string, known map[string]bool) []string {
 	return out
 }
 
-func (b *bench) recallKBPhase(ctx context.Context) (*PhaseResult, error) {
+func (b *bench) recallKBPhase(ctx context.Context, be backend) (*PhaseResult, error) {
 	_, nq := b.recallSizes()
 	set := evalset.KB(evalset.KBConfig{Seed: recallSeed, Questions: nq})
 	several := 0
@@ -423,7 +429,7 @@ func (b *bench) recallKBPhase(ctx context.Context) (*PhaseResult, error) {
 		}
 	}
 	res := &PhaseResult{
-		Title:     fmt.Sprintf("knowledge-base lookup hits: %d natural questions over %s entries", len(set.Questions), thousands(float64(len(set.Entries)))),
+		Title:     fmt.Sprintf("knowledge-base lookup hits: %d natural questions over %s entries%s", len(set.Questions), thousands(float64(len(set.Entries))), be.title(b.cfg.hostCPUs)),
 		Metric:    "hit@5",
 		LatencyOf: fmt.Sprintf("one GET /v1/kb/{kb}/lookup?q=&limit=%d, one client", recallLimit),
 		DataDir:   "one fresh kurad data dir; the entries written through PUT .../entries/batch",
@@ -433,11 +439,17 @@ func (b *bench) recallKBPhase(ctx context.Context) (*PhaseResult, error) {
 		"questions_with_several_answers": several, "generator": "bench/internal/evalset (KB)",
 	}}
 	res.Recall = rr
-	k, err := b.startKurad(ctx, "recall-kb")
+	if be.pg {
+		res.DataDir = "one fresh kurad and PostgreSQL database; the entries written through PUT .../entries/batch"
+		res.Params = map[string]any{}
+		be.params(res, b.cfg.hostCPUs)
+	}
+	f, err := b.startBackend(ctx, be, "recall-kb")
 	if err != nil {
 		return res, err
 	}
-	defer b.stopKurad(k, res)
+	defer b.stopFleet(f, res)
+	k := f.kurads[0]
 	ins := make([]kura.KBEntryInput, len(set.Entries))
 	known := map[string]bool{}
 	for i, e := range set.Entries {
@@ -465,7 +477,7 @@ func (b *bench) recallKBPhase(ctx context.Context) (*PhaseResult, error) {
 			firstErr = msg
 		}
 	}
-	cpu := startCPU(k.pid())
+	cpu := f.meter()
 	for i, q := range set.Questions {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
@@ -582,9 +594,16 @@ func (b *bench) recallKBPhase(ctx context.Context) (*PhaseResult, error) {
 	return res, nil
 }
 
-// judgeRecall sets issue 18's recall targets.
+// judgeRecall sets issue 18's recall targets, on SQLite and on
+// PostgreSQL alike: a team that moves to PostgreSQL keeps what it recalls.
 func judgeRecall(b *bench) {
-	if r := b.result("recall_memory"); r != nil && r.Error == "" && r.Recall != nil {
+	for _, store := range []string{"", "pg_"} {
+		judgeRecallOn(b, store)
+	}
+}
+
+func judgeRecallOn(b *bench, store string) {
+	if r := b.result(store + "recall_memory"); r != nil && r.Error == "" && r.Recall != nil {
 		kura, base := r.Recall.engine("kura"), r.Recall.engine("bm25")
 		if kura != nil && base != nil {
 			got, ref := kura.Metrics["recall@10"], base.Metrics["recall@10"]
@@ -594,7 +613,7 @@ func judgeRecall(b *bench) {
 				Op:   ">=", Want: round(want), Got: got, Ratio: round(got / max(ref, 1e-9)), Pass: got >= want})
 		}
 	}
-	if r := b.result("recall_kb"); r != nil && r.Error == "" && r.Recall != nil {
+	if r := b.result(store + "recall_kb"); r != nil && r.Error == "" && r.Recall != nil {
 		lookup, base := r.Recall.engine("kura lookup"), r.Recall.engine("bm25")
 		if lookup != nil && base != nil {
 			got, ref := lookup.Metrics["hit@5"], base.Metrics["hit@5"]
