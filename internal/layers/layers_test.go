@@ -60,6 +60,7 @@ var layer = map[string]int{
 	"internal/sqlitetest":      wiring, // a migrated SQLite file to copy, made once per test binary
 	"bench/internal/bm25":      pure,
 	"internal/testwait":        pure, // the one polling helper: stdlib only, so every layer's tests may use it
+	"internal/freeport":        pure, // a port for a server named before it starts: stdlib only
 }
 
 const (
