@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kura-memory/kura/internal/testwait"
 )
 
 func TestParseMountinfo(t *testing.T) {
@@ -119,7 +121,13 @@ func TestCPUGroupHoldsABusyLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	cpu0, t0 := procCPU(cmd.Process.Pid), time.Now()
-	time.Sleep(time.Second)
+	ran0, _ := g.periods()
+	// The window is the group's own clock: 200 quota periods (a second at
+	// 0.2 CPUs), however slowly the machine runs them.
+	testwait.For(t, testwait.Default, "200 quota periods of the busy loop", func() bool {
+		ran, _ := g.periods()
+		return ran-ran0 >= 200
+	})
 	used, wall := procCPU(cmd.Process.Pid)-cpu0, time.Since(t0)
 	ran, spent := g.periods()
 	share := used.Seconds() / wall.Seconds()
