@@ -252,12 +252,7 @@ func compileRanking(ctx context.Context, q queryer, pg bool, scope, query string
 	// anyway, and a score shown for each must be the exact one.
 	var idf map[string]float64
 	if pg {
-		l := lexical{pg: true, RankBounds: RankBounds{}.withDefaults()}
-		counts, err := l.wordCounts(ctx, q, sid, words)
-		if err != nil {
-			return nil, err
-		}
-		if idf, err = l.pgIDF(ctx, q, sid, words, counts); err != nil {
+		if idf, err = (lexical{pg: true, RankBounds: RankBounds{}.withDefaults()}).pgWordIDF(ctx, q, sid, words); err != nil {
 			return nil, err
 		}
 	}

@@ -257,6 +257,16 @@ func pgScoreArgs(words []string, idf map[string]float64) []any {
 	return args
 }
 
+// pgWordIDF is pgIDF for a ranking that has not counted the words yet
+// (a compile's).
+func (l lexical) pgWordIDF(ctx context.Context, q queryer, sid int64, words []string) (map[string]float64, error) {
+	counts, err := l.wordCounts(ctx, q, sid, words)
+	if err != nil {
+		return nil, err
+	}
+	return l.pgIDF(ctx, q, sid, words, counts)
+}
+
 // pgIDF is each word's inverse document frequency in scope sid: counts are
 // wordCounts (exact below CommonWord), against the scope's node count
 // (exact below ten times that; past it, only how much rarer one word is
