@@ -370,12 +370,12 @@ func stubLeaf(e *kura.Event) ([]byte, error) {
 
 // appendLog writes the leaves of events (consecutive seqs right after the
 // tree's current size) into tx and prepares the tree they make; it
-// becomes the tree when tx commits (logCommitted). lead, on PostgreSQL,
-// is an insert that goes out with the first of them (or alone).
-func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event, lead *leadStmt) error {
+// becomes the tree when tx commits (logCommitted). On PostgreSQL the rows
+// go into pipe, to be sent with the COMMIT (pgPipe).
+func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event, pipe *pgPipe) error {
 	db.logs.next.size, db.logs.next.frontier = db.logs.size, db.logs.frontier
 	if db.logs.off || len(events) == 0 {
-		return lead.exec(ctx, tx)
+		return nil
 	}
 	n := db.logs.size
 	if events[0].Seq != n+1 {
@@ -424,8 +424,8 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event, le
 		switch {
 		case k == logChunk:
 		case db.pg != nil:
-			// Each statement is a round trip to the server: the rest go
-			// in one (pgx keeps the text of each row count prepared).
+			// One statement for the rest (pgx keeps the text of each row
+			// count prepared).
 			q = qLogInsertHash + strings.Repeat(",(?, ?)", k-1)
 		default:
 			// In process, one prepared row at a time costs less than
@@ -438,9 +438,7 @@ func (db *DB) appendLog(ctx context.Context, tx *sql.Tx, events []kura.Event, le
 		}
 		if db.pg != nil {
 			// pgx's statement cache serves (Tx.stmt).
-			q, args = lead.with(q, args)
-			lead = nil
-			_, err = tx.ExecContext(ctx, q, args...)
+			err = pipe.send(ctx, tx, q, args)
 		} else {
 			st, ok := bound[q]
 			if !ok {

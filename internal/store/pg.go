@@ -286,14 +286,10 @@ func isLockWaitBroken(err error) bool {
 // a statement.
 var pgEventRows = newMultiRow("INSERT INTO events(seq, id, type, project, subject, refs, created_at, digest) VALUES ", 8, 200)
 
-// pgInsertEvents writes the events of a batch's successful jobs before it
-// commits: what SQLite's writer inserts one by one as the jobs run. The
-// last statement's rows are not sent but returned: the log's first insert
-// takes them along (appendLog), a round trip less under the write lock.
-func (db *DB) pgInsertEvents(ctx context.Context, tx *sql.Tx, bound map[string]*sql.Stmt, events []kura.Event) (*leadStmt, error) {
-	if len(events) == 0 {
-		return nil, nil
-	}
+// pgInsertEvents queues the events of a batch's successful jobs, many rows
+// a statement, to go out with its COMMIT: what SQLite's writer inserts one
+// by one as the jobs run.
+func (db *DB) pgInsertEvents(pipe *pgPipe, events []kura.Event) {
 	args := make([]any, 0, 8*len(events))
 	for i := range events {
 		e := &events[i]
@@ -304,36 +300,60 @@ func (db *DB) pgInsertEvents(ctx context.Context, tx *sql.Tx, bound map[string]*
 		args = append(args, e.Seq, e.ID, e.Type, e.Project, e.Subject, string(refsJSON(e.Refs)), e.CreatedAt, stored)
 	}
 	per := pgEventRows.cols * pgEventRows.chunk
-	last := (len(args) - 1) / per * per
-	if err := pgEventRows.exec(&Tx{db: db, tx: tx, ctx: ctx, bound: bound}, args[:last]); err != nil {
-		return nil, err
+	for len(args) > 0 {
+		n := min(len(args), per)
+		q := pgEventRows.full
+		if n < per {
+			q = pgEventRows.sql(n / pgEventRows.cols)
+		}
+		pipe.add(q, args[:n])
+		args = args[n:]
 	}
-	return &leadStmt{q: pgEventRows.sql((len(args) - last) / pgEventRows.cols), args: args[last:]}, nil
 }
 
-// leadStmt is an insert held back to go out as a WITH clause of the next
-// statement: PostgreSQL runs a data-modifying WITH to completion whether
-// or not the statement reads it.
-type leadStmt struct {
+// pgPipe holds the writes a batch makes under PostgreSQL's write lock once
+// its jobs have run (events, search index, log leaves) until its COMMIT,
+// to send them all with it in one round trip (pgConn.pipeCommit). Each
+// round trip made while holding the lock is time no instance commits; and
+// between two of them the lock waits on this kurad's own scheduling, so a
+// busy or CPU-limited host would hold every other instance up with it.
+// After the pipeline goes out, the lock is PostgreSQL's alone to release.
+// A nil pipe sends each statement at once (a transaction of its own
+// making, such as the log's backfill).
+type pgPipe struct {
+	stmts []pgStmt
+}
+
+type pgStmt struct {
 	q    string
 	args []any
 }
 
-// with is q (whose arguments are args) with l's insert in front.
-func (l *leadStmt) with(q string, args []any) (string, []any) {
-	if l == nil {
-		return q, args
+// send queues q (or, on a nil pipe, runs it in tx).
+func (p *pgPipe) send(ctx context.Context, tx *sql.Tx, q string, args []any) error {
+	if p == nil {
+		_, err := tx.ExecContext(ctx, q, args...)
+		return err
 	}
-	return "WITH lead AS (" + l.q + ") " + q, append(l.args[:len(l.args):len(l.args)], args...)
+	p.add(q, args)
+	return nil
 }
 
-// exec sends l alone; nil sends nothing.
-func (l *leadStmt) exec(ctx context.Context, tx *sql.Tx) error {
-	if l == nil {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, l.q, l.args...)
-	return err
+func (p *pgPipe) add(q string, args []any) {
+	p.stmts = append(p.stmts, pgStmt{q: q, args: args})
+}
+
+// pgCommit sends what pipe holds and the COMMIT of the transaction begun on
+// conn, in one round trip; the transaction's own Commit then only reports
+// the outcome (pgTx).
+func pgCommit(ctx context.Context, conn *sql.Conn, pipe *pgPipe) error {
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*pgConn)
+		if !ok {
+			return fmt.Errorf("commit: the write connection is a %T, not the store's driver's", dc)
+		}
+		return c.pipeCommit(ctx, pipe.stmts)
+	})
 }
 
 // seqCounts are the events committed between two seqs, and how many of

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -44,6 +45,10 @@ func (pgDriver) Open(name string) (driver.Conn, error) {
 // method (transactions, pings, argument checks, session resets) is pgx's.
 type pgConn struct {
 	*stdlib.Conn
+	// ended is set when pipeCommit ended the open transaction on the
+	// server, endErr to how (pgTx).
+	ended  bool
+	endErr error
 }
 
 func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
@@ -64,6 +69,69 @@ func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.Na
 func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	r, err := c.Conn.QueryContext(ctx, rebind(query), args)
 	return r, statementErr(err, query)
+}
+
+// BeginTx is pgx's, with a transaction that knows when pipeCommit ended
+// it already.
+func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	t, err := c.Conn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.ended = false
+	return &pgTx{Tx: t, c: c}, nil
+}
+
+// pgTx is pgx's transaction; once pipeCommit has ended it on the server,
+// Commit and Rollback have nothing left to send.
+type pgTx struct {
+	driver.Tx
+	c *pgConn
+}
+
+func (t *pgTx) Commit() error {
+	if t.c.ended {
+		return t.c.endErr
+	}
+	return t.Tx.Commit()
+}
+
+func (t *pgTx) Rollback() error {
+	if t.c.ended {
+		return nil
+	}
+	return t.Tx.Rollback()
+}
+
+// pipeCommit runs stmts and then COMMIT in the open transaction, sent
+// together as one pipeline: one round trip. PostgreSQL skips what follows
+// a failed statement, COMMIT too, so the transaction is either committed
+// whole or left for Rollback. The first failure is returned, naming its
+// statement.
+func (c *pgConn) pipeCommit(ctx context.Context, stmts []pgStmt) error {
+	b := &pgx.Batch{}
+	ran := 0 // pgx calls a statement's callback only once it succeeded
+	for _, s := range stmts {
+		b.Queue(rebind(s.q), s.args...).Exec(func(pgconn.CommandTag) error {
+			ran++
+			return nil
+		})
+	}
+	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() == "ROLLBACK" {
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
+	err := c.Conn.Conn().SendBatch(ctx, b).Close()
+	if ran < len(stmts) {
+		err = statementErr(err, stmts[ran].q)
+	}
+	if c.Conn.Conn().PgConn().TxStatus() == 'I' {
+		// COMMIT ran, or the server ended the transaction failing it.
+		c.ended, c.endErr = true, err
+	}
+	return err
 }
 
 // statementErr names the statement a server error came from, for the log

@@ -32,8 +32,9 @@ var qIndexNodeText = "INSERT OR REPLACE INTO node_fts(rowid, " + strings.Replace
 // it holds in memory at every savepoint, and SQLite opens one for each
 // statement of a transaction that has written to the index, so indexing
 // node by node left a segment per node to merge, and merging was most of
-// the cost of a write (ingest ran at a third of this speed).
-func (db *DB) indexNodeText(ctx context.Context, tx *sql.Tx, nids []int64) error {
+// the cost of a write (ingest ran at a third of this speed). On
+// PostgreSQL the write goes into pipe, to be sent with the COMMIT.
+func (db *DB) indexNodeText(ctx context.Context, tx *sql.Tx, nids []int64, pipe *pgPipe) error {
 	if len(nids) == 0 {
 		return nil
 	}
@@ -48,7 +49,7 @@ func (db *DB) indexNodeText(ctx context.Context, tx *sql.Tx, nids []int64) error
 		b = strconv.AppendInt(b, nid, 10)
 	}
 	if db.pg != nil {
-		return indexNodeTextPG(ctx, tx, string(append(b, ']')))
+		return indexNodeTextPG(ctx, tx, string(append(b, ']')), pipe)
 	}
 	st, err := db.wstmts.bind(ctx, tx, qIndexNodeText)
 	if err != nil {

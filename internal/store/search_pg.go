@@ -354,8 +354,8 @@ const (
 
 // indexNodeTextPG is indexNodeText on PostgreSQL: the nodes' text read
 // back from node_text, turned into documents here, written in one
-// statement.
-func indexNodeTextPG(ctx context.Context, tx *sql.Tx, nids string) error {
+// statement (queued in pipe).
+func indexNodeTextPG(ctx context.Context, tx *sql.Tx, nids string, pipe *pgPipe) error {
 	rows, err := tx.QueryContext(ctx, pgNodeTexts, nids)
 	if err != nil {
 		return fmt.Errorf("index node text: %w", err)
@@ -383,7 +383,7 @@ func indexNodeTextPG(ctx context.Context, tx *sql.Tx, nids string) error {
 	if err != nil {
 		return fmt.Errorf("index node text: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, pgIndexNodes, string(b)); err != nil {
+	if err := pipe.send(ctx, tx, pgIndexNodes, []any{string(b)}); err != nil {
 		return fmt.Errorf("index node text: %w", err)
 	}
 	return nil
