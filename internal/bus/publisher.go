@@ -334,11 +334,12 @@ func (p *Publisher) publishPending() {
 			continue
 		}
 		if e.Seq > pub+1 {
-			if !p.catchUpTo(e.Seq - 1) {
+			// The gap is other instances' commits (one PostgreSQL
+			// database), or what an overflow dropped: committed, since e
+			// is. Read it alone; e and the rest are in hand.
+			if !p.catchUpTo(e.Seq-1, true) {
 				return
 			}
-			// A catch-up page runs to the newest commit, so it may have
-			// published e (and more) already.
 			if e.Seq <= p.published.Load() {
 				continue
 			}
@@ -350,14 +351,21 @@ func (p *Publisher) publishPending() {
 }
 
 // catchUp publishes everything committed and not yet published.
-func (p *Publisher) catchUp() { p.catchUpTo(p.out.LastEventSeq()) }
+func (p *Publisher) catchUp() { p.catchUpTo(p.out.LastEventSeq(), false) }
 
-// catchUpTo publishes events from SQLite until the cursor reaches upto. It
-// reports false if a read or a publish failed.
-func (p *Publisher) catchUpTo(upto int64) bool {
+// catchUpTo publishes events from the outbox until the cursor reaches
+// upto. committed says every event up to upto is known to be committed:
+// the pages then stop there (EventFilter.Through) instead of asking for
+// the newest commit and running on to it. It reports false if a read or a
+// publish failed.
+func (p *Publisher) catchUpTo(upto int64, committed bool) bool {
+	var through int64
+	if committed {
+		through = upto
+	}
 	for p.published.Load() < upto {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		page, err := p.out.ListEvents(ctx, kura.EventFilter{After: p.published.Load(), Limit: p.cfg.PageSize})
+		page, err := p.out.ListEvents(ctx, kura.EventFilter{After: p.published.Load(), Through: through, Limit: p.cfg.PageSize})
 		cancel()
 		if err != nil {
 			p.stats.Errors.Add(1)

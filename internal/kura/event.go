@@ -190,7 +190,11 @@ func ValidEventType(t string) bool {
 // EventFilter selects events for the catch-up feed: seq > After, oldest
 // first, at most Limit, optionally only some types and one project.
 type EventFilter struct {
-	After   int64
+	After int64
+	// Through, when set, is a seq the caller knows is committed: the page
+	// ends there, and the store does not first ask for newer commits
+	// (other instances' on PostgreSQL). Zero reads to the newest commit.
+	Through int64
 	Limit   int
 	Types   []string
 	Project string

@@ -20,7 +20,7 @@ const eventScanWindow = 20000
 // ListEvents answers the catch-up feed: committed events with seq > After,
 // oldest first.
 func (db *DB) ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPage, error) {
-	if db.pg != nil {
+	if db.pg != nil && (f.Through == 0 || f.Through > db.LastEventSeq()) {
 		// Other instances commit too: the feed reads to the database's
 		// newest event, not to the last this one heard of.
 		if err := db.pgCatchUpSeq(ctx); err != nil {
@@ -29,17 +29,20 @@ func (db *DB) ListEvents(ctx context.Context, f kura.EventFilter) (*kura.EventPa
 	}
 	last := db.LastEventSeq()
 	page := &kura.EventPage{LastSeq: last, NextAfter: f.After, Events: []kura.Event{}}
-	if f.After >= last {
+	upper := last
+	if f.Through > 0 {
+		upper = min(upper, f.Through)
+	}
+	if f.After >= upper {
 		return page, nil
 	}
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	upper := last
 	var q strings.Builder
 	q.WriteString("SELECT seq, id, type, project, subject, refs, created_at FROM events WHERE seq > ? AND seq <= ?")
 	if len(f.Types) > 0 || f.Project != "" || f.Restricted {
-		upper = min(last, f.After+eventScanWindow)
+		upper = min(upper, f.After+eventScanWindow)
 	}
 	args := []any{f.After, upper}
 	if f.Restricted {
