@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"slices"
 	"testing"
 
 	"github.com/kura-memory/kura/internal/kura"
@@ -60,7 +61,7 @@ func TestListEvents_Through(t *testing.T) {
 					for _, e := range p.Events {
 						got = append(got, e.Seq)
 					}
-					if !equalSeqs(got, tt.want) || p.NextAfter != tt.wantNextAfter {
+					if !slices.Equal(got, tt.want) || p.NextAfter != tt.wantNextAfter {
 						t.Errorf("got seqs %v next_after %d, want %v next_after %d", got, p.NextAfter, tt.want, tt.wantNextAfter)
 					}
 					if p.LastSeq < tt.wantNextAfter {
@@ -70,16 +71,4 @@ func TestListEvents_Through(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalSeqs(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -49,9 +49,9 @@ type Tx struct {
 	// calls, in order (record_batch.go).
 	pre []*preRecord
 	// seqs, on PostgreSQL, numbers the batch's events in Go (the write
-	// lock makes the numbers this batch's alone); their rows are written
-	// together before the commit (pgInsertEvents) instead of one round
-	// trip each. nil on SQLite, where the insert is in-process.
+	// lock makes the numbers this batch's alone); their rows go out
+	// together with the commit (pgInsertEvents, pgPipe) instead of one
+	// round trip each. nil on SQLite, where the insert is in-process.
 	seqs *seqCounter
 }
 
