@@ -52,14 +52,15 @@ const (
 const pgPollInterval = 100 * time.Millisecond
 
 type pgState struct {
-	pollDone chan struct{}
-	ownPlans bool                     // the URL names a plan_cache_mode: reads leave planning to it (beginRead)
-	behind   atomic.Pointer[pgBehind] // set while the database lacks commits this instance saw (pg_behind.go)
+	pollDone    chan struct{}
+	analyzeDone chan struct{}            // analyzeAfterWrites returned
+	ownPlans    bool                     // the URL names a plan_cache_mode: reads leave planning to it (beginRead)
+	behind      atomic.Pointer[pgBehind] // set while the database lacks commits this instance saw (pg_behind.go)
 }
 
 // openPG is Open for KURA_DATABASE_URL.
 func (db *DB) openPG(ctx context.Context) error {
-	db.pg = &pgState{pollDone: make(chan struct{}), ownPlans: urlSetsPlanMode(db.cfg.DatabaseURL)}
+	db.pg = &pgState{pollDone: make(chan struct{}), analyzeDone: make(chan struct{}), ownPlans: urlSetsPlanMode(db.cfg.DatabaseURL)}
 	wdb, err := sql.Open(pgDriverName, db.cfg.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
@@ -133,6 +134,7 @@ func (db *DB) openPG(ctx context.Context) error {
 		return err
 	}
 	go db.pollRemoteCommits()
+	go db.analyzeAfterWrites()
 	return nil
 }
 
@@ -476,6 +478,7 @@ func (db *DB) pollRemoteCommits() {
 
 func (db *DB) closePG(errs []error) error {
 	<-db.pg.pollDone
+	<-db.pg.analyzeDone
 	if err := db.rdb.Close(); err != nil {
 		errs = append(errs, err)
 	}
