@@ -72,3 +72,52 @@ func TestListEvents_Through(t *testing.T) {
 		})
 	}
 }
+
+// TestCounts_ReadersRacingTheWriter holds an instance's counts to the
+// database's while readers of the feed catch up with the database (on
+// PostgreSQL they may find a commit there before the writer has counted
+// it): every event is counted once.
+func TestCounts_ReadersRacingTheWriter(t *testing.T) {
+	t.Parallel()
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			cfg := store.Config{}
+			if engine == "postgres" {
+				cfg.DatabaseURL = pgtest.URL(t)
+			}
+			db := mustOpenConfig(t, cfg)
+			stop := make(chan struct{})
+			readers := make(chan struct{})
+			go func() {
+				defer close(readers)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := db.ListEvents(ctx, kura.EventFilter{After: max(0, db.LastEventSeq()-1), Limit: 10}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			for i := range 150 {
+				if _, err := db.CreateRecords(ctx, []kura.RecordInput{thought(1000 + i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			close(stop)
+			<-readers
+			page, err := db.ListEvents(ctx, kura.EventFilter{Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := db.Counts()["events"], int64(len(page.Events)); got != want {
+				t.Fatalf("counts %d events, the feed holds %d", got, want)
+			}
+		})
+	}
+}

@@ -588,6 +588,25 @@ func (db *DB) runOnce(batch []*job, savepoints, retry bool) (done, again bool) {
 	return true, false
 }
 
+// moveSeqTo moves the feed to seq, the last event of a batch this
+// instance committed, and reports whether the batch's events are still to
+// be counted. On PostgreSQL a reader (the poller, the feed) may find the
+// commit in the database before the writer gets here, and count its
+// events with the rest it found (advanceSeq); then the feed is already
+// there, and they are not counted twice. A commit is seen whole or not at
+// all, so the feed is never inside the batch.
+func (db *DB) moveSeqTo(seq int64) bool {
+	for {
+		cur := db.lastSeq.Load()
+		if cur >= seq {
+			return false
+		}
+		if db.lastSeq.CompareAndSwap(cur, seq) {
+			return true
+		}
+	}
+}
+
 // committedClientWrite reports whether a write a caller asked for is among
 // the batch's successes.
 func committedClientWrite(batch []*job, results []error) bool {
@@ -619,14 +638,19 @@ func (db *DB) committed(batch []*job, results []error, events []kura.Event, bs B
 		}
 	}
 	if n := len(events); n > 0 {
-		db.lastSeq.Store(events[n-1].Seq)
-		db.counts.events.Add(int64(n))
+		uncounted := db.moveSeqTo(events[n-1].Seq)
+		if uncounted {
+			db.counts.events.Add(int64(n))
+		}
 		for _, e := range events {
 			k := writtenKind(e.Type)
 			if k < 0 {
 				continue
 			}
 			db.written[k].Add(1)
+			if !uncounted {
+				continue
+			}
 			switch k {
 			case kindRecords:
 				db.counts.records.Add(1)
