@@ -111,6 +111,25 @@ func scanEvent(row rowScanner) (*kura.Event, error) {
 	return &e, nil
 }
 
+// moveSeqTo moves the feed to seq, the last event of a batch this
+// instance committed, and reports whether the batch's events are still to
+// be counted. On PostgreSQL a reader (the poller, the feed) may find the
+// commit in the database before the writer gets here, and count its
+// events with the rest it found (advanceSeq); then the feed is already
+// there, and they are not counted twice. A commit is seen whole or not at
+// all, so the feed is never inside the batch.
+func (db *DB) moveSeqTo(seq int64) bool {
+	for {
+		cur := db.lastSeq.Load()
+		if cur >= seq {
+			return false
+		}
+		if db.lastSeq.CompareAndSwap(cur, seq) {
+			return true
+		}
+	}
+}
+
 // EventsChanged returns a channel closed at the next commit that writes an
 // event: long polls and streams wait on it instead of polling the database.
 func (db *DB) EventsChanged() <-chan struct{} {

@@ -22,8 +22,11 @@ import (
 // would analyse anyway.
 
 // pgAnalyzeEvery is how often an instance looks for tables to analyse,
-// while the feed moves (and once when it opens).
+// while the feed moves (and when it opens).
 var pgAnalyzeEvery = 5 * time.Second
+
+// pgAnalyzeLookOn is how long after the feed last moved it keeps looking.
+const pgAnalyzeLookOn = 30 * time.Second
 
 // pgAnalyzeMinRows is the least change (rows written since the table's
 // last analysis) that is worth an ANALYZE of its own; a table must also
@@ -81,17 +84,23 @@ func (db *DB) analyzeStale(ctx context.Context) ([]string, error) {
 }
 
 // analyzeAfterWrites runs analyzeStale when the instance opens and then
-// every pgAnalyzeEvery in which the feed moved, until the store closes. A
+// every pgAnalyzeEvery while the feed moves (and for pgAnalyzeLookOn
+// after), until the store closes. A
 // user who may not analyse the tables (they belong to another role) is
 // told once, and left to autovacuum.
 func (db *DB) analyzeAfterWrites() {
 	defer close(db.pg.analyzeDone)
 	t := time.NewTicker(pgAnalyzeEvery)
 	defer t.Stop()
-	seen := int64(-1)
+	seen, movedAt := int64(-1), time.Time{}
 	for {
 		if seq := db.lastSeq.Load(); seq != seen {
-			seen = seq
+			seen, movedAt = seq, time.Now()
+		}
+		// PostgreSQL's statistics views count a commit's rows a moment
+		// after it (seconds, when busy): it looks on for a while after the
+		// feed last moved, not only at the next tick.
+		if time.Since(movedAt) <= pgAnalyzeLookOn {
 			ctx, cancel := context.WithTimeout(db.bg, time.Minute)
 			start := time.Now()
 			tables, err := db.analyzeStale(ctx)

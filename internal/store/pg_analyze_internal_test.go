@@ -59,7 +59,16 @@ func TestPGAnalyze_AfterABulkWrite(t *testing.T) {
 	}
 
 	put("few", 20)
-	time.Sleep(3 * pgAnalyzeEvery)
+	// Once PostgreSQL's statistics count the 20 (it reports them within
+	// a second), a look for stale tables passes over them.
+	testwait.For(t, 30*time.Second, "the 20 nodes counted in pg_stat_user_tables", func() bool {
+		var n int64
+		err := probe.QueryRowContext(ctx, "SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = 'nodes'").Scan(&n)
+		return err == nil && n >= 20
+	})
+	if tables, err := db.analyzeStale(ctx); err != nil || len(tables) > 0 {
+		t.Fatalf("after 20 nodes: analysed %v (%v), want nothing", tables, err)
+	}
 	if analysed("nodes") || analysed("node_fts") {
 		t.Fatal("20 nodes were analysed by kurad; only bulk writes should be")
 	}

@@ -588,25 +588,6 @@ func (db *DB) runOnce(batch []*job, savepoints, retry bool) (done, again bool) {
 	return true, false
 }
 
-// moveSeqTo moves the feed to seq, the last event of a batch this
-// instance committed, and reports whether the batch's events are still to
-// be counted. On PostgreSQL a reader (the poller, the feed) may find the
-// commit in the database before the writer gets here, and count its
-// events with the rest it found (advanceSeq); then the feed is already
-// there, and they are not counted twice. A commit is seen whole or not at
-// all, so the feed is never inside the batch.
-func (db *DB) moveSeqTo(seq int64) bool {
-	for {
-		cur := db.lastSeq.Load()
-		if cur >= seq {
-			return false
-		}
-		if db.lastSeq.CompareAndSwap(cur, seq) {
-			return true
-		}
-	}
-}
-
 // committedClientWrite reports whether a write a caller asked for is among
 // the batch's successes.
 func committedClientWrite(batch []*job, results []error) bool {
