@@ -186,7 +186,8 @@ type natsLog struct {
 
 func subscribe(t *testing.T, d *kuradtest.Daemon) *natsLog {
 	t.Helper()
-	nc, err := nats.Connect("nats://" + d.NATSAddr())
+	// With tokens, kurad's NATS takes a client with a Kura token only.
+	nc, err := nats.Connect("nats://"+d.NATSAddr(), nats.Token(tRoot))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -22,9 +23,15 @@ type Config struct {
 	Addr         string // host:port; port 0 picks a free one
 	Logger       *slog.Logger
 	ReadyTimeout time.Duration
-	// Users, when any, turn authentication on: only they (and kurad's own
-	// in-process publisher) may connect. Required beyond loopback.
+	// Users, when any, are the only clients (besides kurad's own
+	// in-process publisher) that may connect. Required beyond loopback.
 	Users []User
+	// Tokens, without Users, make NATS require a Kura token of every
+	// client (nil: kurad has no tokens, and every local client is the
+	// local user). Anonymous turns that off again: local clients connect
+	// without one, as without tokens.
+	Tokens    Tokens
+	Anonymous bool
 	// Cluster joins this server to other kurads' (NATS routes); the zero
 	// value runs it alone.
 	Cluster Cluster
@@ -38,9 +45,13 @@ type Bus struct {
 	cfg Config
 	log *slog.Logger
 	srv *server.Server
-	// internalPass is the in-process publisher's password; "" while
-	// authentication is off.
+	// internalPass is the in-process publisher's password.
 	internalPass string
+	// auth decides who connects when there is no users file; nil with one.
+	auth *clientAuth
+	// The token watcher's lifetime (see clientAuth.watch).
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // New returns an unstarted bus.
@@ -87,13 +98,21 @@ func (b *Bus) Open(ctx context.Context) error {
 	if err := b.clusterOptions(opts); err != nil {
 		return err
 	}
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return fmt.Errorf("nats internal password: %w", err)
+	}
+	b.internalPass = hex.EncodeToString(secret[:])
 	if len(b.cfg.Users) > 0 {
-		var secret [32]byte
-		if _, err := rand.Read(secret[:]); err != nil {
-			return fmt.Errorf("nats internal password: %w", err)
-		}
-		b.internalPass = hex.EncodeToString(secret[:])
 		opts.Users, opts.Nkeys = serverUsers(b.cfg.Users, b.internalPass)
+	} else {
+		// In every configuration only kurad publishes the doorbell, so
+		// clients are always authenticated, if only to be told so.
+		b.auth = &clientAuth{internalPass: b.internalPass, log: b.log, conns: map[uint64]tokenConn{}}
+		if !b.cfg.Anonymous {
+			b.auth.tokens = b.cfg.Tokens
+		}
+		opts.CustomClientAuthentication = b.auth
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -107,7 +126,15 @@ func (b *Bus) Open(ctx context.Context) error {
 		return err
 	}
 	b.srv = srv
-	b.log.Info("nats listening", "addr", b.Addr())
+	if b.auth != nil {
+		b.auth.srv = srv
+		if b.auth.tokens != nil {
+			wctx, cancel := context.WithCancel(context.Background())
+			b.cancel = cancel
+			b.wg.Go(func() { b.auth.watch(wctx) })
+		}
+	}
+	b.log.Info("nats listening", "addr", b.Addr(), "clients", b.clientRule())
 	if b.cfg.Cluster.Enabled() {
 		// Routes connect in the background and retry while a peer is
 		// down: a kurad starts whether its peers run or not.
@@ -176,6 +203,10 @@ func (b *Bus) Close(ctx context.Context) error {
 	}
 	srv := b.srv
 	b.srv = nil
+	if b.cancel != nil {
+		b.cancel()
+		b.wg.Wait()
+	}
 	srv.Shutdown()
 	done := make(chan struct{})
 	go func() { srv.WaitForShutdown(); close(done) }()
@@ -187,8 +218,24 @@ func (b *Bus) Close(ctx context.Context) error {
 	}
 }
 
-// AuthRequired reports whether clients must authenticate.
-func (b *Bus) AuthRequired() bool { return len(b.cfg.Users) > 0 }
+// AuthRequired reports whether clients must present credentials: a NATS
+// user's, or a Kura token.
+func (b *Bus) AuthRequired() bool {
+	return len(b.cfg.Users) > 0 || (b.cfg.Tokens != nil && !b.cfg.Anonymous)
+}
+
+// clientRule says in a few words who may connect, for the start-up log.
+func (b *Bus) clientRule() string {
+	switch {
+	case len(b.cfg.Users) > 0:
+		return "NATS users file"
+	case b.cfg.Tokens != nil && !b.cfg.Anonymous:
+		return "Kura tokens"
+	case b.cfg.Tokens != nil:
+		return "anonymous local clients (nats-anonymous); only kurad publishes on " + SubjectRoot + ".>"
+	}
+	return "anonymous local clients (no tokens); only kurad publishes on " + SubjectRoot + ".>"
+}
 
 // loopbackHost reports whether host names only the local machine; "" and
 // 0.0.0.0 listen everywhere and are not.

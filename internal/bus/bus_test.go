@@ -52,7 +52,8 @@ func TestBus_PublishSubscribe(t *testing.T) {
 	}
 	defer nc.Close()
 
-	const subject = "oclaw.v1.test.evt.record.written"
+	// Outside oclaw.v1.>: only kurad publishes there (TestMain_NATSTokenlessNobodyElsePublishes).
+	const subject = "kura.test.ping"
 	msgs := make(chan *nats.Msg, 1)
 	sub, err := nc.ChanSubscribe(subject, msgs)
 	if err != nil {

@@ -37,10 +37,14 @@ type Config struct {
 	// OutboxLease is how long the kurad publishing a shared database's
 	// events keeps the lead unrenewed: after it crashes, another takes
 	// over within this.
-	OutboxLease     time.Duration
-	HTTPAddr        string
-	NATSAddr        string
-	NATSUsersFile   string
+	OutboxLease   time.Duration
+	HTTPAddr      string
+	NATSAddr      string
+	NATSUsersFile string
+	// NATSAnonymous lets local NATS clients connect without a token while
+	// kurad has tokens and no NATS users file (the opt-out of NATS
+	// requiring tokens); loopback only.
+	NATSAnonymous   bool
 	LogLevel        string
 	LogFormat       string
 	Synchronous     string
@@ -201,6 +205,17 @@ func settings() []setting {
 		{"http-addr", "KURA_HTTP_ADDR", "HTTP listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.HTTPAddr })},
 		{"nats-addr", "KURA_NATS_ADDR", "embedded NATS listen address (port 0 picks a free port)", str(func(c *Config) *string { return &c.NATSAddr })},
 		{"nats-users-file", "KURA_NATS_USERS_FILE", "NATS users (`<user> <bcrypt-hash> <projects>` or `<nkey> - <projects>` a line); required when nats-addr is not loopback", str(func(c *Config) *string { return &c.NATSUsersFile })},
+		{"nats-anonymous", "KURA_NATS_ANONYMOUS", "on: with tokens and no nats-users-file, local NATS clients connect without a Kura token and hear every project, as without tokens (loopback only; no client ever publishes on oclaw.v1.>); off (default): NATS clients present a Kura token", func(c *Config, v string) error {
+			switch strings.ToLower(v) {
+			case "on", "true", "1":
+				c.NATSAnonymous = true
+			case "off", "false", "0":
+				c.NATSAnonymous = false
+			default:
+				return fmt.Errorf("nats-anonymous: %q is not on or off", v)
+			}
+			return nil
+		}},
 		{"nats-cluster-addr", "KURA_NATS_CLUSTER_ADDR", "host:port the embedded NATS server listens on for routes from other kurads (a NATS cluster; port 0 picks a free port); empty: no cluster. Beyond loopback it needs tokens and nats-cluster-user", str(func(c *Config) *string { return &c.NATSClusterAddr })},
 		{"nats-routes", "KURA_NATS_ROUTES", "comma-separated nats-route://host:port of the other kurads' nats-cluster-addr (listing this kurad too is harmless); peers that are down are retried", func(c *Config, v string) error {
 			us, err := bus.ParseRoutes(v)
@@ -654,11 +669,14 @@ func errNoTokens(path string) error {
 // validateNATSAuth refuses NATS beyond loopback without users: anyone who
 // could connect would see every project's doorbell.
 func (c *Config) validateNATSAuth() error {
+	if c.NATSAnonymous && c.NATSUsersFile != "" {
+		return fmt.Errorf("nats-anonymous: a NATS users file is given, and with one only its identities connect; drop one of the two")
+	}
 	host, _, err := net.SplitHostPort(c.NATSAddr)
 	if err != nil || host == "" || isLoopback(host) || c.NATSUsersFile != "" {
 		return nil // Validate names a malformed address itself
 	}
-	return fmt.Errorf("nats-addr: %s is not a loopback address and no NATS users are configured; beyond loopback NATS requires authentication: give --nats-users-file (env KURA_NATS_USERS_FILE), or listen on 127.0.0.1", host)
+	return fmt.Errorf("nats-addr: %s is not a loopback address and no NATS users are configured; beyond loopback NATS requires authentication: give --nats-users-file (env KURA_NATS_USERS_FILE), or listen on 127.0.0.1 (Kura tokens authenticate NATS clients on loopback only: beyond it they would cross the network in clear)", host)
 }
 
 // NATSCluster is the bus's cluster configuration, the route password read

@@ -163,6 +163,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		ep, _ := embed.Endpoint(cfg.EmbedderURL)
 		m.Logger.Info("semantic search on", "embedder", ep, "model", cfg.EmbedderModel)
 	}
+	// Before NATS: without a users file, its clients present these tokens.
+	if err := m.loadTokens(); err != nil {
+		return err
+	}
 	var natsUsers []bus.User
 	if cfg.NATSUsersFile != "" {
 		if natsUsers, err = bus.LoadUsers(cfg.NATSUsersFile); err != nil {
@@ -176,8 +180,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	m.bus = bus.New(bus.Config{Addr: cfg.NATSAddr, Users: natsUsers, Cluster: cluster, ServerName: cfg.NATSServerName,
-		Logger: m.Logger.With("component", "nats")})
+	var natsTokens bus.Tokens
+	if m.tokens != nil {
+		natsTokens = natsTokenTable{m.tokens}
+	}
+	m.bus = bus.New(bus.Config{Addr: cfg.NATSAddr, Users: natsUsers, Tokens: natsTokens, Anonymous: cfg.NATSAnonymous,
+		Cluster: cluster, ServerName: cfg.NATSServerName, Logger: m.Logger.With("component", "nats")})
 	if err := m.bus.Open(ctx); err != nil {
 		return err
 	}
@@ -199,9 +207,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.store.OnCommit(func([]kura.Event) { cp.Notify() })
 		cp.Start(ctx)
 		cp.Notify()
-	}
-	if err := m.loadTokens(); err != nil {
-		return err
 	}
 	backupDir, err := prepareBackupDir(cfg.BackupPath(), cfg.DataDir, m.Logger)
 	if err != nil {

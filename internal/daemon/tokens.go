@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kura-memory/kura/internal/auth"
+	"github.com/kura-memory/kura/internal/bus"
 )
 
 // loadTokens reads the tokens file at start. A file with at least one
@@ -47,3 +48,24 @@ func (m *Main) ReloadTokens() error {
 	m.Logger.Info("tokens reloaded", "tokens_file", m.Config.TokensFile, "tokens", len(es))
 	return nil
 }
+
+// natsTokenTable lets the NATS server check the tokens the API checks, out
+// of the same table: a token revoked by a reload is refused by both.
+type natsTokenTable struct{ t *auth.Table }
+
+func (n natsTokenTable) Grant(token string) (bus.Grant, bool) {
+	p, ok := n.t.Lookup(token)
+	if !ok {
+		return bus.Grant{}, false
+	}
+	g := bus.Grant{Identity: p.Identity, Projects: p.Projects, Scopes: p.Scopes}
+	if p.AllProjects() {
+		g.Projects = nil
+	}
+	if p.AllScopes() {
+		g.Scopes = nil
+	}
+	return g, true
+}
+
+func (n natsTokenTable) Changed() <-chan struct{} { return n.t.Changed() }

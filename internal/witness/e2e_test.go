@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/kura-memory/kura/client"
+	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/daemon"
 	"github.com/kura-memory/kura/internal/kuradtest"
 	"github.com/kura-memory/kura/internal/testwait"
@@ -21,16 +24,30 @@ import (
 
 // kuradLog reads what a real kurad says of its log.
 type kuradLog struct {
-	t    *testing.T
-	base string
+	t     *testing.T
+	base  string
+	token string // "": a kurad without tokens
+}
+
+func (k kuradLog) get(path string) *http.Response {
+	k.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, k.base+path, nil)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	if k.token != "" {
+		req.Header.Set("Authorization", "Bearer "+k.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return resp
 }
 
 func (k kuradLog) info() (origin, vkey string) {
 	k.t.Helper()
-	resp, err := http.Get(k.base + "/v1/info")
-	if err != nil {
-		k.t.Fatal(err)
-	}
+	resp := k.get("/v1/info")
 	var info struct {
 		LogOrigin string `json:"log_origin"`
 		LogVKey   string `json:"log_vkey"`
@@ -47,10 +64,7 @@ func (k kuradLog) info() (origin, vkey string) {
 // checkpoint is kurad's current checkpoint, checked with its key.
 func (k kuradLog) checkpoint(vkey string) (size uint64, text string) {
 	k.t.Helper()
-	resp, err := http.Get(k.base + "/v1/log/checkpoint")
-	if err != nil {
-		k.t.Fatal(err)
-	}
+	resp := k.get("/v1/log/checkpoint")
 	text = readAll(resp)
 	if resp.StatusCode != http.StatusOK {
 		k.t.Fatalf("kurad checkpoint: %d %s", resp.StatusCode, text)
@@ -93,23 +107,38 @@ func runWitness(t *testing.T, w *witness.Witness) {
 func TestWitness_E2E_RealKurad(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		poll time.Duration
-		nats bool // wake on kurad's NATS notice; the poll alone would not come in time
+		name   string
+		poll   time.Duration
+		nats   bool // wake on kurad's NATS notice; the poll alone would not come in time
+		tokens bool // kurad has tokens: its NATS takes the witness's reader token
 	}{
-		{"polling", 20 * time.Millisecond, false},
-		{"woken by NATS", time.Hour, true},
+		{"polling", 20 * time.Millisecond, false, false},
+		{"woken by NATS", time.Hour, true, false},
+		{"woken by NATS with tokens", time.Hour, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d := kuradtest.StartMain(t, kuradtest.Options{})
-			k := kuradLog{t: t, base: d.BaseURL()}
-			c := client.New(d.BaseURL())
+			var o kuradtest.Options
+			var k kuradLog
+			var copts []client.Option
+			if tt.tokens {
+				const admin, reader = "witness-admin", "witness-reader"
+				tokens := filepath.Join(t.TempDir(), "tokens")
+				lines := auth.HashToken(admin) + " user:root admin * *\n" + auth.HashToken(reader) + " agent:witness reader * *\n"
+				if err := os.WriteFile(tokens, []byte(lines), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				o.Configure = func(c *daemon.Config) { c.TokensFile = tokens }
+				k.token, copts = reader, []client.Option{client.WithToken(admin)}
+			}
+			d := kuradtest.StartMain(t, o)
+			k.t, k.base = t, d.BaseURL()
+			c := client.New(d.BaseURL(), copts...)
 			putRecords(t, c, 5, "before")
 			origin, vkey := k.info()
 
-			cfg := witness.Config{StateDir: t.TempDir(), Logs: []witness.Log{{URL: d.BaseURL()}}, Poll: tt.poll}
+			cfg := witness.Config{StateDir: t.TempDir(), Logs: []witness.Log{{URL: d.BaseURL()}}, Poll: tt.poll, Token: k.token}
 			if tt.nats {
 				cfg.NATSURL = "nats://" + d.NATSAddr()
 			}

@@ -18,10 +18,13 @@ func (w *Witness) watchNATS(ctx context.Context, wakes []chan struct{}) (stop fu
 	if w.cfg.NATSURL == "" {
 		return func() {}, nil
 	}
-	nc, err := nats.Connect(w.cfg.NATSURL,
-		nats.Name("kura-witness "+w.name),
-		nats.RetryOnFailedConnect(true),
-		nats.MaxReconnects(-1))
+	opts := []nats.Option{nats.Name("kura-witness " + w.name), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1)}
+	if w.cfg.Token != "" {
+		// A kurad with tokens takes NATS clients by the same tokens
+		// (credentials in the URL, a NATS user's, come first).
+		opts = append(opts, nats.Token(w.cfg.Token))
+	}
+	nc, err := nats.Connect(w.cfg.NATSURL, opts...)
 	if err != nil {
 		return func() {}, fmt.Errorf("connect nats: %w", err)
 	}
