@@ -1,10 +1,13 @@
 // Command worker is an example of a program that runs next to kurad and
 // reacts to what Kura records, without missing or repeating anything:
 //
-//   - it hears of every record.written event of a project on NATS (the
-//     doorbell) and, after every (re)connect, catches up through
-//     GET /v1/events from the last seq it saved, so events published while
-//     it was down or disconnected are handled too;
+//   - a record.written message of its project on NATS (the doorbell) tells
+//     it that the event feed moved; it then reads GET /v1/events from the
+//     last seq it saved and handles what the feed holds. It does the same
+//     after every (re)connect, so events published while it was down or
+//     disconnected are handled too. A seq is handled and saved only once
+//     the feed has shown it: one read off NATS moves nothing (a forged
+//     pointer with a huge seq would otherwise skip every later event);
 //   - with -target, it takes dispatched turns from a NATS queue group, so
 //     each turn goes to one worker of the group, and works them: claim,
 //     read the context, append an agent.thought, close.
@@ -25,6 +28,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -107,7 +111,8 @@ func run(ctx context.Context, cfg config) error {
 	}
 
 	// Every (re)connect may have lost events (core NATS keeps nothing for
-	// absent subscribers), so each one asks for a catch-up from the feed.
+	// absent subscribers), so each one asks for a catch-up from the feed;
+	// so does every doorbell naming a seq past the last one handled.
 	resync := make(chan struct{}, 1)
 	kick := func() {
 		select {
@@ -115,18 +120,33 @@ func run(ctx context.Context, cfg config) error {
 		default:
 		}
 	}
+	var force atomic.Bool // catch up whatever the doorbells named
+	var rung atomic.Int64 // the highest seq a doorbell named since the last catch-up
+	force.Store(true)
 	closed := make(chan struct{})
-	nc, err := nats.Connect(natsURL, nats.Name("kura-example-worker "+cfg.Name),
+	nopts := []nats.Option{nats.Name("kura-example-worker " + cfg.Name),
 		nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: our own Close or Drain
 				w.log.Warn("NATS disconnected", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(*nats.Conn) { w.log.Info("NATS reconnected; catching up"); kick() }),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { w.log.Warn("NATS", "err", err) }),
+		nats.ReconnectHandler(func(*nats.Conn) { w.log.Info("NATS reconnected; catching up"); force.Store(true); kick() }),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			w.log.Warn("NATS", "err", err)
+			// A doorbell NATS dropped for us (slow consumer) may have
+			// been the last for a while: read the feed now.
+			force.Store(true)
+			kick()
+		}),
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
-	)
+	}
+	if cfg.Token != "" {
+		// kurad with tokens takes NATS clients by the same token
+		// (credentials in the URL, a NATS user's, come first).
+		nopts = append(nopts, nats.Token(cfg.Token))
+	}
+	nc, err := nats.Connect(natsURL, nopts...)
 	if err != nil {
 		return fmt.Errorf("connect to NATS at %s: %w", natsURL, err)
 	}
@@ -138,19 +158,16 @@ func run(ctx context.Context, cfg config) error {
 		<-closed
 	}()
 
-	live := make(chan delivery, 256)
-	sub, err := nc.Subscribe(client.EventSubject(cfg.Project, client.EventRecordWritten), func(m *nats.Msg) {
-		d := delivery{gen: nc.Stats().Reconnects}
-		if err := json.Unmarshal(m.Data, &d.e); err != nil {
-			w.log.Warn("ignoring a malformed event", "err", err)
+	if _, err := nc.Subscribe(client.EventSubject(cfg.Project, client.EventRecordWritten), func(m *nats.Msg) {
+		var e client.Event
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			w.log.Warn("ignoring a malformed doorbell", "err", err)
 			return
 		}
-		select {
-		case live <- d:
-		case <-ctx.Done():
+		for cur := rung.Load(); e.Seq > cur && !rung.CompareAndSwap(cur, e.Seq); cur = rung.Load() {
 		}
-	})
-	if err != nil {
+		kick()
+	}); err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	if cfg.Target != "" {
@@ -167,64 +184,52 @@ func run(ctx context.Context, cfg config) error {
 	kick()
 
 	ready := false
-	stale := true       // a catch-up is due: live events wait for it
-	var caughtUp uint64 // connection generation of the last good catch-up
-	var dropped int
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-resync:
-			gen := nc.Stats().Reconnects
-			if err := w.catchUp(ctx); err != nil {
+			named := rung.Swap(0)
+			if !force.Swap(false) && named <= w.last {
+				continue // a doorbell for what the feed already gave us
+			}
+			err := w.catchUp(ctx)
+			if errors.Is(err, errStateAhead) {
+				return err
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
 				w.log.Warn("catch-up failed; retrying", "err", err, "in", retryWait)
-				stale = true
+				force.Store(true)
 				time.AfterFunc(retryWait, kick)
 				continue
 			}
-			stale, caughtUp = false, gen
+			if named > w.feedLast {
+				// kurad publishes an event only after it commits it, so the
+				// feed read since holds every seq kurad rang for.
+				w.log.Warn("a NATS message named an event the feed does not hold: not kurad's, ignored", "seq", named, "feed_last_seq", w.feedLast)
+			}
 			if !ready && cfg.onReady != nil {
 				cfg.onReady()
 			}
 			ready = true
-		case d := <-live:
-			// An event that came on a newer connection than the last
-			// catch-up may follow a hole (what was published while we were
-			// away), and so may one after a message NATS dropped for us
-			// (slow consumer): only the feed can fill those, first.
-			if n, _ := sub.Dropped(); d.gen > caughtUp || n != dropped {
-				dropped, stale = n, true
-				kick()
-			}
-			if stale {
-				continue // the catch-up covers this event
-			}
-			if err := w.handle(ctx, d.e); err != nil && ctx.Err() == nil {
-				w.log.Warn("event not handled; catching up later", "seq", d.e.Seq, "err", err)
-				stale = true
-				time.AfterFunc(retryWait, kick)
-			}
 		}
 	}
 }
 
-// delivery is a live event and the connection generation (reconnect count)
-// it arrived on. nats.go counts a reconnect before it resubscribes, so an
-// event can never carry an older generation than its connection's.
-type delivery struct {
-	e   client.Event
-	gen uint64
+type worker struct {
+	cfg      config
+	c        *client.Client
+	log      *slog.Logger
+	last     int64 // newest seq handled and saved; only run's loop touches it
+	feedLast int64 // the feed's newest seq at the last catch-up
 }
 
-type worker struct {
-	cfg  config
-	c    *client.Client
-	log  *slog.Logger
-	last int64 // newest seq handled and saved; only run's loop touches it
-}
+// errStateAhead stops the worker: its state file holds a seq the feed has
+// never reached, so it cannot tell what it handled.
+var errStateAhead = errors.New("the state file is ahead of kurad's event feed")
 
 // catchUp handles, in seq order, every record.written event of the project
 // after the last one handled.
@@ -234,6 +239,14 @@ func (w *worker) catchUp(ctx context.Context) error {
 		p, err := w.c.Events(ctx, q)
 		if err != nil {
 			return err
+		}
+		w.feedLast = p.LastSeq
+		if w.last > p.LastSeq {
+			// Only a seq never read from this feed gets here: a forged NATS
+			// pointer an older worker saved, or the state of another kurad
+			// (or of this one before it was restored from a backup).
+			return fmt.Errorf("%w: %s holds seq %d, the feed ends at %d; remove the file to start from the beginning, or write the last seq handled into it",
+				errStateAhead, w.cfg.StateFile, w.last, p.LastSeq)
 		}
 		for _, e := range p.Events {
 			if err := w.handle(ctx, e); err != nil {
@@ -247,14 +260,24 @@ func (w *worker) catchUp(ctx context.Context) error {
 	}
 }
 
-// handle does the work for one event, once: catch-up and live delivery
-// overlap, and the seq tells which one came second.
+// handle does the work for one event of the feed, once.
 func (w *worker) handle(ctx context.Context, e client.Event) error {
 	if e.Seq <= w.last {
 		return nil
 	}
 	r, err := w.c.GetRecord(ctx, e.Refs["record_id"])
-	if err != nil {
+	switch {
+	case client.IsCode(err, client.ENotFound), client.IsCode(err, client.EDenied):
+		// A token limited to projects reads a record of its project's feed
+		// only when it wrote it or a session of its projects holds it; no
+		// retry changes that, and retrying would hold up every later event.
+		w.log.Warn("skipping a record this worker's token may not read", "seq", e.Seq, "record", e.Refs["record_id"], "err", err)
+		if err := saveSeq(w.cfg.StateFile, e.Seq); err != nil {
+			return err
+		}
+		w.last = e.Seq
+		return nil
+	case err != nil:
 		return fmt.Errorf("event %d: %w", e.Seq, err)
 	}
 	w.log.Info("record", "seq", e.Seq, "id", r.ID, "type", r.Type, "author", r.AuthorID, "content_bytes", len(r.Content))
@@ -286,6 +309,17 @@ func (w *worker) dispatch(ctx context.Context, m *nats.Msg) {
 	// abandoned, it would stay claimed until its lease ran out.
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	// The message only names a turn: kurad says whether it is open and
+	// dispatched to this target, before we take it.
+	turn, err := w.c.GetTurn(tctx, turnID)
+	if err != nil {
+		w.log.Warn("dispatched turn not readable", "turn", turnID, "err", err)
+		return
+	}
+	if turn.State != client.TurnOpen || turn.Dispatch == nil || *turn.Dispatch != w.cfg.Target {
+		w.log.Warn("ignoring a dispatch kurad does not hold for this target", "turn", turnID, "state", turn.State)
+		return
+	}
 	lease, err := w.c.ClaimTurn(tctx, turnID, client.TurnClaim{Worker: w.cfg.Name, LeaseSeconds: 60})
 	if client.IsCode(err, client.EConflict) {
 		w.log.Info("turn taken by another worker", "turn", turnID)
