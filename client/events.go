@@ -56,6 +56,9 @@ func CommandSubject(project, target, action string) string {
 // Event is one pointer of the event log, as the feed, the stream and NATS
 // carry it: seq, type, project, time and the ids of what changed. The pointer
 // is all an event says; fetch the record, turn or ledger it names for more.
+// One decoded from a NATS message is a doorbell, not proof that kurad wrote
+// it: resume (and save your position) only from seqs Events or StreamEvents
+// returned.
 type Event struct {
 	Seq     int64
 	Type    string // e.g. "record.written", "turn.complete", "dispatch"

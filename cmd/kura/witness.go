@@ -34,7 +34,7 @@ func setupWitness(fs *flag.FlagSet) func(context.Context, *cli, []string) error 
 	listen := fs.String("listen", witness.DefaultListen, "serve the cosigned checkpoints and /metrics on `ADDR`")
 	var logs logsFlag
 	fs.Var(&logs, "log", "follow the kurad log at `URL` (repeatable); URL=VKEY pins its /v1/info log_vkey instead of trusting the first one seen")
-	token := fs.String("token", "", "bearer `TOKEN` sent to the logs, reader role (default $KURA_TOKEN)")
+	token := fs.String("token", "", "bearer `TOKEN` sent to the logs, reader role (default $KURA_TOKEN); also the NATS token of a kurad with tokens")
 	poll := fs.Duration("poll", witness.DefaultPoll, "poll each log every `INTERVAL`")
 	natsURL := fs.String("nats", "", "also wake on kurad's checkpoint notices from the NATS server at `URL`")
 	name := fs.String("name", "", "the witness key's `NAME` when it is created (default kura-witness/<hostname>)")
