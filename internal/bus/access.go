@@ -207,16 +207,21 @@ func (a *clientAuth) watch(ctx context.Context) {
 }
 
 func (a *clientAuth) recheck() {
+	stale := map[uint64]string{}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	for id, tc := range a.conns {
-		g, ok := a.tokens.Grant(tc.token)
-		if ok && g.Equal(tc.grant) {
-			continue
+		if g, ok := a.tokens.Grant(tc.token); !ok || !g.Equal(tc.grant) {
+			stale[id] = tc.grant.Identity
+			delete(a.conns, id)
 		}
-		delete(a.conns, id)
+	}
+	a.mu.Unlock()
+	// Outside the lock: closing a connection takes the server's locks,
+	// which a connection being authenticated may hold while it waits for
+	// ours.
+	for id, who := range stale {
 		if a.srv.DisconnectClientByID(id) == nil {
-			a.log.Info("nats client disconnected: its token was revoked or its rights changed", "identity", tc.grant.Identity, "cid", id)
+			a.log.Info("nats client disconnected: its token was revoked or its rights changed", "identity", who, "cid", id)
 		}
 	}
 }
