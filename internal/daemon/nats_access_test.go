@@ -179,10 +179,18 @@ func TestMain_NATSTokenlessNobodyElsePublishes(t *testing.T) {
 	if err := forger.Publish("oclaw.v1.default.cmd.builder.dispatch", []byte(forgedPointer)); err != nil {
 		t.Fatal(err)
 	}
+	// Wildcards in a published subject slip past the deny rule, but only
+	// reach subscriptions with wildcards in those places: none under
+	// oclaw.v1.
+	for _, subj := range []string{"oclaw.*.default.evt.record.written", "*.v1.default.evt.record.written", ">"} {
+		if err := forger.Publish(subj, []byte(forgedPointer)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := forger.Publish("kurabench.floor.test", []byte("floor")); err != nil {
 		t.Fatal(err)
 	}
-	// The round trip proves the server took all three before the record
+	// The round trip proves the server took them all before the record
 	// below is written.
 	flush(t, forger)
 	testwait.For(t, 10*time.Second, "two permission violations for the forger", func() bool { return len(ferrs.violations()) >= 2 })
