@@ -194,6 +194,9 @@ type Evidence struct {
 	// derived_from (depth 1).
 	DirectEpisodes   int `json:"direct_episodes"`
 	SourceRawEntries int `json:"source_raw_entries"`
+	// Truncated is set when the walk reached its bound of edges before the
+	// end of the lineage: the lists hold what it reached.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // RawSources is the answer of .../provenance/{ref}/raw-sources.
@@ -201,6 +204,8 @@ type RawSources struct {
 	Ref        string     `json:"ref"`
 	RawSources []RawEntry `json:"raw_sources"`
 	Count      int        `json:"count"`
+	// Truncated: as Evidence's.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Derived is the answer of .../provenance/{ref}/derived: every node of the
@@ -209,4 +214,6 @@ type Derived struct {
 	Ref     string    `json:"ref"`
 	Derived []Lineage `json:"derived"`
 	Count   int       `json:"count"`
+	// Truncated: as Evidence's.
+	Truncated bool `json:"truncated,omitempty"`
 }

@@ -69,7 +69,14 @@ func (v *Vertex) Item() kura.Lineage {
 type Graph struct {
 	Root int64
 	Next map[int64][]int64
+	// More marks vertices whose neighbours were not read but are known to
+	// exist: a walk to a depth limit asks the vertices at the limit only
+	// whether they have any.
+	More map[int64]bool
 }
+
+// hasNext reports whether v has neighbours, read or known.
+func (g *Graph) hasNext(v int64) bool { return len(g.Next[v]) > 0 || g.More[v] }
 
 // Depths returns the shortest distance from the root of every vertex
 // reachable within limit steps (limit < 0: no limit). It is a breadth-first
@@ -104,8 +111,26 @@ func (g *Graph) Depths(limit int) map[int64]int {
 // more lineage beyond it, or maxItems reached.
 func Tree(g *Graph, vs map[int64]*Vertex, depth, maxItems int, forward bool) (items []kura.Lineage, truncated bool) {
 	b := &builder{g: g, vs: vs, depth: depth, max: maxItems, forward: forward,
-		min: g.Depths(depth), expanded: map[int64]bool{}}
+		min: g.Depths(depth), expanded: map[int64]bool{}, rank: rankVertices(vs)}
 	return b.children(g.Root, 0), b.truncated
+}
+
+// rankVertices numbers the vertices in the order siblings are listed
+// (compareVertex), so that each sibling list sorts by a number: a dense
+// graph lists thousands of siblings, each vertex in many lists.
+func rankVertices(vs map[int64]*Vertex) map[int64]int {
+	keys := make([]int64, 0, len(vs))
+	for k, v := range vs {
+		if v != nil {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(x, y int64) int { return cmp.Or(compareVertex(vs[x], vs[y]), cmp.Compare(x, y)) })
+	rank := make(map[int64]int, len(keys))
+	for i, k := range keys {
+		rank[k] = i
+	}
+	return rank
 }
 
 type builder struct {
@@ -116,6 +141,7 @@ type builder struct {
 	forward   bool
 	min       map[int64]int
 	expanded  map[int64]bool
+	rank      map[int64]int // sibling order (rankVertices)
 	count     int
 	truncated bool
 }
@@ -140,7 +166,7 @@ func (b *builder) children(v int64, d int) []kura.Lineage {
 		}
 		b.expanded[n] = true
 		if d+1 >= b.depth {
-			if len(b.g.Next[n]) > 0 {
+			if b.g.hasNext(n) {
 				it.Truncated = true
 				b.truncated = true
 			}
@@ -163,14 +189,24 @@ func (b *builder) children(v int64, d int) []kura.Lineage {
 // every call. Neighbours without details are left out: the walk did not
 // reach them (past its cap) or they are not in the scope.
 func (b *builder) sorted(ns []int64) []int64 {
-	out := make([]int64, 0, len(ns))
+	type ranked struct {
+		rank int
+		key  int64
+	}
+	rs := make([]ranked, 0, len(ns))
 	for _, n := range ns {
-		if b.vs[n] != nil {
-			out = append(out, n)
+		if r, ok := b.rank[n]; ok {
+			rs = append(rs, ranked{r, n})
 		}
 	}
-	slices.SortFunc(out, func(x, y int64) int { return compareVertex(b.vs[x], b.vs[y]) })
-	return slices.Compact(out)
+	slices.SortFunc(rs, func(x, y ranked) int { return cmp.Compare(x.rank, y.rank) })
+	out := make([]int64, 0, len(rs))
+	for i, r := range rs {
+		if i == 0 || r.key != rs[i-1].key {
+			out = append(out, r.key)
+		}
+	}
+	return out
 }
 
 // compareVertex orders by creation, then kind, then id. Comparing the

@@ -562,16 +562,6 @@ func (db *DB) pgVacuumRecords(ctx context.Context, wait time.Duration) (bool, er
 	return true, nil
 }
 
-// pgTraceWalk moves a trace walk's cap out of the recursive term, where
-// PostgreSQL does not allow LIMIT, onto the walk's output: PostgreSQL
-// computes a recursive WITH only as far as its reader asks, breadth
-// first as SQLite does, so the same first rows come back.
-func pgTraceWalk(q string) string {
-	q = strings.Replace(q, "SELECT ?1, 0, 0", "SELECT CAST(?1 AS BIGINT), CAST(0 AS BIGINT), 0", 1)
-	q = strings.Replace(q, "\n\t\tLIMIT ?3\n\t)", "\n\t)", 1)
-	return strings.Replace(q, ") SELECT v, p, d FROM w WHERE d > 0", ") SELECT v, p, d FROM (SELECT v, p, d FROM w LIMIT ?3) AS capped WHERE d > 0", 1)
-}
-
 // HoldLease takes or renews the named lease for holder for ttl: true while
 // holder has it. Instances sharing a PostgreSQL database take turns with
 // it (the outbox publisher); the database's clock decides expiry, so the

@@ -12,13 +12,12 @@ import (
 	"github.com/kura-memory/kura/internal/provenance"
 )
 
-// Provenance reads walk the lineage table in SQL and leave the shaping to
+// Provenance reads walk the lineage table and leave the shaping to
 // internal/provenance. The walks go over the two indexes of lineage
-// ((child, parent) backward, (parent, child) forward), as one recursive CTE
-// or, for derived, one query per breadth-first level up to a bound (see
-// qDerivedLevel); vertex details then come in one query per table over the
-// whole visited set, so the number of queries never depends on the size of
-// the graph.
+// ((child, parent) backward, (parent, child) forward), breadth first, one
+// query per level, each vertex expanded once, within a budget of edges
+// (provenance_walk.go); vertex details then come in one query per table over
+// the whole visited set.
 //
 // Scopes: writes resolve derived_from inside the writer's scope, so a
 // node's parents are records or nodes of its scope, and so are its
@@ -30,82 +29,13 @@ import (
 // a damaged table cannot show another scope's node.
 const fromRecordInScope = "(%[1]s > 0 OR EXISTS (SELECT 1 FROM nodes s WHERE s.nid = l.child AND s.sid = %[2]s))"
 
-// Depth-bounded walks for trace. A row (v, p, d) says v is a neighbour of p
-// found at depth d; the walk goes one level past the asked depth so that a
-// vertex at the limit knows whether it has more lineage (truncated). UNION
-// drops repeated rows and the depth bounds the recursion, so a cycle in a
-// damaged table ends too; LIMIT caps a dense graph (SQLite's queue is
-// FIFO, so the cap cuts the deepest rows first). Records have no parents,
-// so the backward walk does not look them up.
-var (
-	qTraceUp = `WITH RECURSIVE w(v, p, d) AS (
-		SELECT ?1, 0, 0
-		UNION
-		SELECT l.parent, w.v, w.d + 1 FROM w JOIN lineage l ON l.child = w.v
-		WHERE w.d <= ?2 AND w.v > 0
-		LIMIT ?3
-	) SELECT v, p, d FROM w WHERE d > 0`
-	qTraceDown = `WITH RECURSIVE w(v, p, d) AS (
-		SELECT ?1, 0, 0
-		UNION
-		SELECT l.child, w.v, w.d + 1 FROM w JOIN lineage l ON l.parent = w.v
-		WHERE w.d <= ?2 AND ` + fmt.Sprintf(fromRecordInScope, "w.v", "?4") + `
-		LIMIT ?3
-	) SELECT v, p, d FROM w WHERE d > 0`
-)
-
-// Unbounded backward closure for evidence and raw sources. The CTE
-// collects the vertex set (UNION on the vertex alone, so each vertex is
-// expanded once and a cycle cannot loop), then one join lists the edges
-// inside it; depths are computed from those edges in Go. Carrying the depth
-// in the CTE instead would repeat a vertex once per path length.
-var qClosureUp = `WITH RECURSIVE c(v) AS (
-		SELECT CAST(?1 AS BIGINT)
-		UNION
-		SELECT l.parent FROM c JOIN lineage l ON l.child = c.v WHERE c.v > 0
-	) SELECT l.child, l.parent FROM c JOIN lineage l ON l.child = c.v WHERE c.v > 0`
-
-// The forward closure (derived) is shaped for lists of tens of thousands.
-// Go walks it breadth first, one query per level (qDerivedLevel, prepared
-// once, the level's vertices bound as one JSON array, in key order so the
-// index probes move forward) with a Go map as the visited set; then one
-// query (qDerivedNodes) reads each node reached once, with only what a
-// derived item carries (API.md lists no summary). On a record with 10,000
-// descendants (19,900 edges, 9 levels) the levels take ~20 ms in-process
-// and the details ~15 ms. The recursive CTE listing the same edges took
-// ~35 ms (its UNION keeps the visited set in a b-tree), and the query this
-// replaced, which also joined the child's details on every edge, ~75 ms.
-//
-// A level costs a query, ~10-20 µs before its first row, where the CTE
-// costs a few µs a vertex: a deep and narrow graph (a long revision chain)
-// would pay that per vertex, 5,000 deep took ~80 ms against ~35 ms for the
-// CTE. So past derivedLevels levels, the first level of fewer than
-// derivedNarrow vertices hands the rest of the walk to one recursive CTE
-// seeded with that level (qClosureDown). Wide levels stay with Go however
-// deep they go: 100 levels of 100 took ~55 ms walked by level, ~95 ms by
-// the CTE.
-const (
-	derivedLevels = 16
-	derivedNarrow = 16
-)
-
-var (
-	qDerivedLevel = `SELECT l.parent, l.child FROM json_each(?1) j CROSS JOIN lineage l ON l.parent = CAST(j.value AS BIGINT)
-		WHERE ` + fmt.Sprintf(fromRecordInScope, "l.parent", "?2")
-	qClosureDown = `WITH RECURSIVE c(v) AS (
-		SELECT CAST(value AS BIGINT) FROM json_each(?1)
-		UNION
-		SELECT l.child FROM c JOIN lineage l ON l.parent = c.v
-		WHERE ` + fmt.Sprintf(fromRecordInScope, "c.v", "?2") + `
-	) SELECT l.parent, l.child FROM c CROSS JOIN lineage l ON l.parent = c.v
-		WHERE ` + fmt.Sprintf(fromRecordInScope, "c.v", "?2")
-	// CROSS JOIN fixes the join order (SQLite never reorders one) and the
-	// unary + keeps nodes_updated(sid, ...) out of reach: left to itself
-	// the planner may scan the whole scope, a million rows in a large one,
-	// to find the few nodes the walk reached.
-	qDerivedNodes = `SELECT n.nid, n.kind, n.id, n.title, n.source_type, n.created_at
+// Derived items carry only what a derived item shows (docs/api.md lists
+// no summary). CROSS JOIN fixes the join order (SQLite never reorders one) and
+// the unary + keeps nodes_updated(sid, ...) out of reach: left to itself the
+// planner may scan the whole scope, a million rows in a large one, to find
+// the few nodes the walk reached.
+var qDerivedNodes = `SELECT n.nid, n.kind, n.id, n.title, n.source_type, n.created_at
 		FROM json_each(?1) j CROSS JOIN nodes n ON n.nid = CAST(j.value AS BIGINT) WHERE +n.sid = ?2`
-)
 
 // Vertex details. Text is cut in SQL (substr counts characters, so the cut
 // is on a character boundary; Go then cuts to bytes), so a large summary
@@ -127,12 +57,6 @@ const (
 	qRecordRoot = `SELECT coalesce(lr.vid, 0), r.id, r.type, ` + sqlRecordText + `, r.author_id, r.redacted, r.created_at
 		FROM records r LEFT JOIN lineage_records lr ON lr.record_id = r.id WHERE r.id = ?`
 )
-
-// traceWalkRows caps the rows of one trace walk. Rows are edges met at a
-// depth, a few per item shown, so this lets a trace reach
-// provenance.MaxTraceItems items on any reasonable graph while a dense one
-// stops early and says truncated.
-const traceWalkRows = 4 * provenance.MaxTraceItems
 
 // lineageRoot is the resolved subject of a provenance read.
 type lineageRoot struct {
@@ -203,11 +127,11 @@ func (db *DB) readLineage(ctx context.Context, scope, ref string, fn func(tx *sq
 	if err != nil {
 		return err
 	}
-	tx, err := db.beginRead(ctx)
+	tx, done, err := db.beginHeavyRead(ctx)
 	if err != nil {
 		return mapErr(err)
 	}
-	defer tx.Rollback()
+	defer done()
 	root, err := db.resolveLineage(ctx, tx, scope, r)
 	if err != nil {
 		return mapErr(err)
@@ -264,114 +188,70 @@ func (db *DB) Trace(ctx context.Context, scope, ref, direction string, depth int
 	return out, nil
 }
 
-// traceTree walks one direction to depth (plus the look-ahead level) and
-// builds the tree.
+// traceTree walks one direction to depth (asking the vertices at the limit
+// whether they have more lineage) and builds the tree.
 func (db *DB) traceTree(ctx context.Context, tx *sql.Tx, root *lineageRoot, depth int, forward bool) ([]kura.Lineage, bool, error) {
-	g := &provenance.Graph{Root: root.key, Next: map[int64][]int64{}}
-	if root.key == 0 {
-		return []kura.Lineage{}, false, nil
+	w := newLineageWalk(root, forward, depth, traceWalkEdges)
+	if err := w.run(ctx, tx, db.pg != nil); err != nil {
+		return nil, false, err
 	}
-	q, args := qTraceUp, []any{root.key, depth, traceWalkRows}
-	if db.pg != nil {
-		q = pgTraceWalk(q)
+	vs, err := lineageVertices(ctx, tx, root.sid, w.within(depth))
+	if err == nil {
+		// A request given up during the walk shapes nothing.
+		err = ctx.Err()
 	}
-	if forward {
-		q, args = qTraceDown, append(args, root.sid)
-		if db.pg != nil {
-			q = pgTraceWalk(q)
-		}
-	}
-	var within []int64
-	seen := map[int64]bool{}
-	n := 0
-	err := eachRow(ctx, tx, q, args, func(rows *sql.Rows) error {
-		var v, p int64
-		var d int
-		if err := rows.Scan(&v, &p, &d); err != nil {
-			return err
-		}
-		n++
-		g.Next[p] = append(g.Next[p], v)
-		if d <= depth && !seen[v] {
-			seen[v] = true
-			within = append(within, v)
-		}
-		return nil
-	})
 	if err != nil {
 		return nil, false, err
 	}
-	vs, err := lineageVertices(ctx, tx, root.sid, within)
-	if err != nil {
-		return nil, false, err
-	}
-	items, truncated := provenance.Tree(g, vs, depth, provenance.MaxTraceItems, forward)
-	return items, truncated || n >= traceWalkRows, nil
+	items, truncated := provenance.Tree(w.graph(), vs, depth, provenance.MaxTraceItems, forward)
+	return items, truncated || w.truncated, nil
 }
 
 // closure walks the whole lineage of the root in one direction and fetches
-// every vertex it reached.
-func (db *DB) closure(ctx context.Context, tx *sql.Tx, root *lineageRoot, forward bool) (*provenance.Graph, map[int64]*provenance.Vertex, error) {
-	g := &provenance.Graph{Root: root.key, Next: map[int64][]int64{}}
-	vs := map[int64]*provenance.Vertex{}
-	if root.rec != nil {
-		vs[root.key] = root.rec
+// every vertex it reached. truncated says the walk ran out of its budget.
+func (db *DB) closure(ctx context.Context, tx *sql.Tx, root *lineageRoot, forward bool) (g *provenance.Graph, vs map[int64]*provenance.Vertex, truncated bool, err error) {
+	w := newLineageWalk(root, forward, -1, closureWalkEdges)
+	if err := w.run(ctx, tx, db.pg != nil); err != nil {
+		return nil, nil, false, err
 	}
-	if root.key == 0 {
-		return g, vs, nil
-	}
+	g = w.graph()
 	if forward {
-		return derivedClosure(ctx, tx, root, g, vs)
-	}
-	var reached []int64
-	seen := map[int64]bool{}
-	err := eachRow(ctx, tx, qClosureUp, []any{root.key}, func(rows *sql.Rows) error {
-		var from, to int64
-		if err := rows.Scan(&from, &to); err != nil {
-			return err
+		vs = make(map[int64]*provenance.Vertex, len(w.reached)+1)
+		if root.rec != nil {
+			vs[root.key] = root.rec
 		}
-		g.Next[from] = append(g.Next[from], to)
-		if !seen[to] {
-			seen[to] = true
-			reached = append(reached, to)
+		err = derivedVertices(ctx, tx, root, g, w.reached, vs)
+	} else {
+		vs, err = lineageVertices(ctx, tx, root.sid, w.reached)
+		if root.rec != nil && err == nil {
+			vs[root.key] = root.rec
 		}
-		return nil
-	})
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	more, err := lineageVertices(ctx, tx, root.sid, reached)
-	if err != nil {
-		return nil, nil, err
-	}
-	for k, v := range more {
-		vs[k] = v
-	}
-	return g, vs, nil
+	return g, vs, w.truncated, nil
 }
 
-// derivedClosure fills g and vs with the forward closure of the root (see
-// qDerivedLevel). An edge to a vertex without details is dropped, as is the
-// vertex, so the answer never steps through another scope: that vertex is
-// a node of another scope, which only a damaged table could link (writes
-// never do, and the walk checks every step out of a record).
-func derivedClosure(ctx context.Context, tx *sql.Tx, root *lineageRoot, g *provenance.Graph, vs map[int64]*provenance.Vertex) (*provenance.Graph, map[int64]*provenance.Vertex, error) {
-	reached, err := walkForward(ctx, tx, root, g.Next)
-	if err != nil {
-		return nil, nil, err
-	}
+// derivedVertices fetches the nodes a forward closure reached, with only
+// what a derived item carries. An edge to a vertex without details is
+// dropped, as is the vertex, so the answer never steps through another
+// scope: that vertex is a node of another scope, which only a damaged table
+// could link (writes never do, and the walk checks every step out of a
+// record).
+func derivedVertices(ctx context.Context, tx *sql.Tx, root *lineageRoot, g *provenance.Graph, reached []int64, vs map[int64]*provenance.Vertex) error {
 	if len(reached) == 0 {
-		return g, vs, nil
+		return nil
 	}
+	reached = slices.Clone(reached)
 	slices.Sort(reached)
-	var keys []byte
-	for _, k := range reached {
-		keys = appendKey(keys, k)
-	}
 	// One allocation for every vertex rather than one each.
 	buf := make([]provenance.Vertex, len(reached))
 	n := 0
-	err = eachRow(ctx, tx, qDerivedNodes, []any{string(append(keys, ']')), root.sid}, func(rows *sql.Rows) error {
+	err := eachRow(ctx, tx, qDerivedNodes, []any{keysJSON(reached), root.sid}, func(rows *sql.Rows) error {
 		if n == len(buf) {
 			return fmt.Errorf("derived: more node rows than nodes reached")
 		}
@@ -385,61 +265,14 @@ func derivedClosure(ctx context.Context, tx *sql.Tx, root *lineageRoot, g *prove
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	if n < len(reached) {
 		for p, cs := range g.Next {
 			g.Next[p] = slices.DeleteFunc(cs, func(c int64) bool { return vs[c] == nil })
 		}
 	}
-	return g, vs, nil
-}
-
-// walkForward walks the lineage forward from the root, adding every edge it
-// meets to next, and returns the vertices it reached (not the root).
-func walkForward(ctx context.Context, tx *sql.Tx, root *lineageRoot, next map[int64][]int64) ([]int64, error) {
-	seen := map[int64]bool{root.key: true}
-	var reached []int64
-	edge := func(rows *sql.Rows) error {
-		var from, to int64
-		if err := rows.Scan(&from, &to); err != nil {
-			return err
-		}
-		next[from] = append(next[from], to)
-		if !seen[to] {
-			seen[to] = true
-			reached = append(reached, to)
-		}
-		return nil
-	}
-	stmt, err := tx.PrepareContext(ctx, qDerivedLevel)
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
-	level := []int64{root.key}
-	for depth := 0; len(level) > 0; depth++ {
-		slices.Sort(level)
-		var keys []byte
-		for _, k := range level {
-			keys = appendKey(keys, k)
-		}
-		if depth >= derivedLevels && len(level) < derivedNarrow {
-			// The rest of the walk as one recursive CTE from this level.
-			// It may list again the edges of a vertex the levels expanded
-			// (met again by a longer path); a repeated edge changes no
-			// depth, and the shaping reads nothing else from the graph.
-			err := eachRow(ctx, tx, qClosureDown, []any{string(append(keys, ']')), root.sid}, edge)
-			return reached, err
-		}
-		first := len(reached)
-		rows, err := stmt.QueryContext(ctx, string(append(keys, ']')), root.sid)
-		if err := scanRows(rows, err, edge); err != nil {
-			return nil, err
-		}
-		level = reached[first:]
-	}
-	return reached, nil
+	return nil
 }
 
 // scanNodeVertex reads nodeDetailCols.
@@ -535,11 +368,12 @@ func appendKey(b []byte, k int64) []byte {
 func (db *DB) Evidence(ctx context.Context, scope, ref string) (*kura.Evidence, error) {
 	var out *kura.Evidence
 	err := db.readLineage(ctx, scope, ref, func(tx *sql.Tx, root *lineageRoot) error {
-		g, vs, err := db.closure(ctx, tx, root, false)
+		g, vs, truncated, err := db.closure(ctx, tx, root, false)
 		if err != nil {
 			return err
 		}
 		out = provenance.Evidence(root.ref, g, vs)
+		out.Truncated = truncated
 		return nil
 	})
 	return out, err
@@ -549,11 +383,12 @@ func (db *DB) Evidence(ctx context.Context, scope, ref string) (*kura.Evidence, 
 func (db *DB) RawSources(ctx context.Context, scope, ref string) (*kura.RawSources, error) {
 	var out *kura.RawSources
 	err := db.readLineage(ctx, scope, ref, func(tx *sql.Tx, root *lineageRoot) error {
-		g, vs, err := db.closure(ctx, tx, root, false)
+		g, vs, truncated, err := db.closure(ctx, tx, root, false)
 		if err != nil {
 			return err
 		}
 		out = provenance.RawSources(root.ref, g, vs)
+		out.Truncated = truncated
 		return nil
 	})
 	return out, err
@@ -564,11 +399,12 @@ func (db *DB) RawSources(ctx context.Context, scope, ref string) (*kura.RawSourc
 func (db *DB) Derived(ctx context.Context, scope, ref string) (*kura.Derived, error) {
 	var out *kura.Derived
 	err := db.readLineage(ctx, scope, ref, func(tx *sql.Tx, root *lineageRoot) error {
-		g, vs, err := db.closure(ctx, tx, root, true)
+		g, vs, truncated, err := db.closure(ctx, tx, root, true)
 		if err != nil {
 			return err
 		}
 		out = provenance.Derived(root.ref, g, vs)
+		out.Truncated = truncated
 		return nil
 	})
 	return out, err

@@ -118,6 +118,7 @@ type DB struct {
 	log    *slog.Logger
 	wdb    *sql.DB // one write connection, owned by the writer goroutine
 	rdb    *sql.DB // read-only pool
+	heavy  heavyReads
 	cdb    *sql.DB // checkpoints the WAL beside the writer
 	now    func() time.Time
 	signer ed25519.PrivateKey
@@ -234,7 +235,7 @@ func New(cfg Config) *DB {
 		cfg.RedactPurgeWait = defaultRedactPurgeWait
 	}
 	cfg.RankBounds = cfg.RankBounds.withDefaults()
-	return &DB{cfg: cfg, log: cfg.Logger, now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1), evCh: make(chan struct{}),
+	return &DB{cfg: cfg, log: cfg.Logger, heavy: newHeavyReads(cfg.ReadPool), now: cfg.Now, signer: cfg.Signer, ckptKick: make(chan struct{}, 1), evCh: make(chan struct{}),
 		kbStmts: stmtCache{max: maxKBStmts}, searchStmts: stmtCache{max: maxSearchStmts}}
 }
 

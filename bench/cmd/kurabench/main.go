@@ -21,6 +21,7 @@
 //	memory_ingest                  POST /v1/scopes/{scope}/memory/nodes/batch, 1,000 nodes a request
 //	memory_trace                   GET .../provenance/{ref}?depth=3 on a 1,000,000-node, 2,000,000-edge graph
 //	memory_derived                 GET .../provenance/record:{id}/derived, a record with 10,000 descendants
+//	trace_dense                    a depth-10 trace of one writer's densest lineage; /v1/info while 4 clients trace it
 //	memory_search                  GET .../memory/search?q= over a 100,000-node scope
 //	context_10k, context_100k      POST .../context/preview and /compile on 10,000 and 100,000 nodes
 //	kb_upsert                      PUT /v1/kb/{kb}/entries/batch, 1,000 entries a request (a tenth replacing)
@@ -245,6 +246,7 @@ var phases = []phase{
 	{"memory_ingest", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.memIngestPhase(ctx) }},
 	{"memory_trace", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.memTracePhase(ctx) }},
 	{"memory_derived", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.memDerivedPhase(ctx) }},
+	{"trace_dense", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.traceDensePhase(ctx) }},
 	{"memory_search", func(ctx context.Context, b *bench) (*PhaseResult, error) { return b.memSearchPhase(ctx) }},
 	{"context_10k", func(ctx context.Context, b *bench) (*PhaseResult, error) {
 		return b.contextPhase(ctx, b.contextSize("context_10k"))

@@ -207,6 +207,7 @@ func judge(b *bench) {
 	}
 	judgeOutbox(b)
 	judgeMemory(b)
+	judgeTraceDense(b)
 	judgeKB(b)
 	judgeResources(b)
 	judgeRecall(b)
