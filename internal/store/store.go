@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kura-memory/kura/internal/dirlock"
 	"github.com/kura-memory/kura/internal/kura"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -178,6 +179,8 @@ type DB struct {
 
 	pg *pgState // the PostgreSQL store's own state; nil on SQLite (pg.go)
 
+	fileLock *dirlock.Lock // the database file, held from Open to Close (SQLite)
+
 	vecs  vectorIndexes // semantic indexes built so far (vecindex.go)
 	embed embedState    // the embedder as the worker and searches saw it (vectors.go)
 }
@@ -284,6 +287,34 @@ func (db *DB) Open(ctx context.Context) error {
 	if err := securePermissions(db.cfg.Path, db.log); err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
+	// One kurad per database file, whatever path reaches it: the data
+	// directory's lock does not see a second directory whose kura.db is a
+	// link to this one, and two writers on one file fail each other's
+	// writes while each signs with its own key. On PostgreSQL (above)
+	// sharing is the design.
+	lock, err := dirlock.AcquireFile(db.cfg.Path, "kurad")
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	db.fileLock = lock
+	if err := db.openSQLite(ctx); err != nil {
+		// Close releases the lock when start got far enough to call it.
+		db.releaseFile()
+		return err
+	}
+	return nil
+}
+
+// releaseFile lets the database file go, once nothing here has it open.
+func (db *DB) releaseFile() {
+	if err := db.fileLock.Release(); err != nil {
+		db.log.Warn("unlock database file", "err", err)
+	}
+	db.fileLock = nil
+}
+
+// openSQLite is Open on the locked database file.
+func (db *DB) openSQLite(ctx context.Context) error {
 	if err := checkSchemaVersion(ctx, db.cfg.Path); err != nil {
 		return err
 	}
@@ -558,6 +589,9 @@ func (db *DB) Close(ctx context.Context) error {
 	if err := db.wdb.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	// Last: closing the lock's descriptor would drop SQLite's own locks on
+	// the file, were a connection still open.
+	db.releaseFile()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
