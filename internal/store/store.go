@@ -59,8 +59,14 @@ type Config struct {
 	// idempotency keys dropped).
 	SweepInterval time.Duration
 	// StartupCheck is the consistency check Open runs before serving:
-	// StartupCheckQuick (default), StartupCheckFull or StartupCheckOff.
+	// StartupCheckQuick (default; the full check then runs in the
+	// background, writes refused until it passes: startcheck.go),
+	// StartupCheckFull or StartupCheckOff.
 	StartupCheck string
+	// OnDamaged, when set, is called once, from the background check's
+	// goroutine, when the full check finds the database damaged: kurad
+	// then stops serving it.
+	OnDamaged func(err error)
 	// WALTruncateFrames is the WAL length in frames past which the writer
 	// truncates it between batches (0: walTruncateFrames).
 	WALTruncateFrames int
@@ -99,6 +105,9 @@ type Hooks struct {
 	// before the copy starts; "manifest": after it, before the manifest
 	// is written).
 	Backup func(stage string)
+	// FullCheck, when set, runs before the full integrity check in the
+	// background starts (ctx ends at Close): a test holds the check there.
+	FullCheck func(ctx context.Context)
 }
 
 // CommitHook receives the events of every committed transaction, in seq
@@ -179,7 +188,8 @@ type DB struct {
 
 	pg *pgState // the PostgreSQL store's own state; nil on SQLite (pg.go)
 
-	fileLock *dirlock.Lock // the database file, held from Open to Close (SQLite)
+	fileLock *dirlock.Lock  // the database file, held from Open to Close (SQLite)
+	integ    integrityState // the full integrity check at start (startcheck.go)
 
 	vecs  vectorIndexes // semantic indexes built so far (vecindex.go)
 	embed embedState    // the embedder as the worker and searches saw it (vectors.go)
@@ -383,7 +393,11 @@ func (db *DB) openSQLite(ctx context.Context) error {
 	}
 	cdb.SetMaxOpenConns(1)
 	db.cdb = cdb
-	return db.start(ctx)
+	if err := db.start(ctx); err != nil {
+		return err
+	}
+	db.startFullCheck()
+	return nil
 }
 
 // start runs the writer and the background work of an opened store.
@@ -557,7 +571,7 @@ func (db *DB) Close(ctx context.Context) error {
 	// in time: a close that gives up waiting still closes the pools (work
 	// left running then fails on them), and a second Close finds nothing
 	// left to do.
-	drained := waitUntil(ctx, db.kbLoads.Wait, db.vocab.wg.Wait, db.purgeWG.Wait,
+	drained := waitUntil(ctx, db.kbLoads.Wait, db.vocab.wg.Wait, db.purgeWG.Wait, db.integ.wg.Wait,
 		func() { <-db.sweepDone }, func() { <-db.done }, func() { <-db.ckptDone })
 	if !drained {
 		errs = append(errs, fmt.Errorf("writer did not drain: %w", ctx.Err()))
@@ -656,6 +670,9 @@ func (db *DB) Ping(ctx context.Context) error {
 	case <-db.done:
 		return kura.Errorf(kura.EUnavailable, "writer stopped")
 	default:
+	}
+	if err := db.integrityDamaged(); err != nil {
+		return err
 	}
 	var one int
 	if err := db.rdb.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
