@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kura-memory/kura/internal/api"
@@ -63,6 +64,8 @@ type Main struct {
 	log      *checkpoint.Checkpointer // nil: the log is off
 	lock     *dirlock.Lock
 	failed   chan error // the reason kurad must stop serving, once
+	stopAddr context.CancelFunc
+	addrDone chan struct{} // the retry of the address file on a full disk
 }
 
 // NewMain returns an unstarted daemon.
@@ -286,7 +289,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 	if err := m.writeAddrFile(); err != nil {
-		return err
+		// A full disk keeps kurad serving reads (the store starts
+		// read-only); the address file follows once there is room.
+		if !errors.Is(err, syscall.ENOSPC) {
+			return err
+		}
+		m.Logger.Warn("the disk is full: "+AddrFile+" is written once there is room", "http", m.HTTPAddr(), "nats", m.NATSAddr(), "err", err)
+		m.retryAddrFile()
 	}
 	if err := sdNotify("READY=1\nSTATUS=serving HTTP on " + m.HTTPAddr() + ", NATS on " + m.NATSAddr()); err != nil {
 		m.Logger.Warn("sd_notify READY", "err", err)
@@ -380,6 +389,7 @@ func (m *Main) writeAddrFile() error {
 	path := filepath.Join(m.Config.DataDir, AddrFile)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", AddrFile, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -388,12 +398,41 @@ func (m *Main) writeAddrFile() error {
 	return nil
 }
 
+// retryAddrFile writes the address file every second until it is written
+// or kurad closes.
+func (m *Main) retryAddrFile() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopAddr, m.addrDone = cancel, make(chan struct{})
+	go func() {
+		defer close(m.addrDone)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := m.writeAddrFile(); err == nil {
+				m.Logger.Info("wrote "+AddrFile+" once the disk had room", "http", m.HTTPAddr(), "nats", m.NATSAddr())
+				return
+			}
+		}
+	}()
+}
+
 // Close stops accepting requests, waits for those in flight, drains the
 // writer, closes the database and the NATS server. Safe to call twice.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
 	if m.listener != nil {
 		sdNotify("STOPPING=1")
+	}
+	if m.stopAddr != nil {
+		// Before the address file is removed below.
+		m.stopAddr()
+		<-m.addrDone
+		m.stopAddr = nil
 	}
 	if m.stopDog != nil {
 		m.stopDog()

@@ -326,6 +326,9 @@ func (db *DB) releaseFile() {
 // openSQLite is Open on the locked database file.
 func (db *DB) openSQLite(ctx context.Context) error {
 	if err := checkSchemaVersion(ctx, db.cfg.Path); err != nil {
+		if db.isFull(err) {
+			return errNoRoomToRead(err)
+		}
 		return err
 	}
 	// journal_size_limit: when the writer restarts the WAL (health.go), the
@@ -352,9 +355,15 @@ func (db *DB) openSQLite(ctx context.Context) error {
 	// A kurad stopped while a redaction's purge was pending (a crash, a
 	// kill) may have left the old content in the WAL: start from an empty
 	// one. Nothing else reads yet, so it cannot be kept from finishing.
+	// On a full disk it cannot finish (the database file must grow to take
+	// the WAL): kurad starts read-only instead (diskfull.go).
+	fullAtStart := false
 	if _, err := wdb.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		wdb.Close()
-		return fmt.Errorf("open store: checkpoint: %w", err)
+		if !db.isFull(err) {
+			wdb.Close()
+			return fmt.Errorf("open store: checkpoint: %w", err)
+		}
+		fullAtStart = true
 	}
 	rdb, err := sql.Open("sqlite", dsn(db.cfg.Path, roleRead, ""))
 	if err != nil {
@@ -395,6 +404,9 @@ func (db *DB) openSQLite(ctx context.Context) error {
 	db.cdb = cdb
 	if err := db.start(ctx); err != nil {
 		return err
+	}
+	if fullAtStart {
+		db.startFull()
 	}
 	db.startFullCheck()
 	return nil
@@ -592,7 +604,14 @@ func (db *DB) Close(ctx context.Context) error {
 		want := db.purge.wanted.Load()
 		var busy, logFrames, done int
 		if err := db.wdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
-			errs = append(errs, err)
+			// On a full disk the WAL stays (every commit in it is
+			// durable) and the next start copies it back: a stop that
+			// cannot tidy up has still lost nothing.
+			if db.isFull(err) {
+				db.log.Warn("the disk is full: the WAL stays beside the database until the next start copies it in", "err", err)
+			} else {
+				errs = append(errs, err)
+			}
 		} else if busy == 0 {
 			db.markPurged(want)
 		}
