@@ -63,7 +63,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     export CGO_ENABLED=0 GOOS="$TARGETOS" GOARCH="$TARGETARCH" && \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/kurad ./cmd/kurad && \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/kura ./cmd/kura && \
-    mkdir -p -m 0700 /out/data
+    mkdir -p /out/rootfs && mkdir -m 0700 /out/rootfs/data
 
 FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab
 ARG VERSION=dev
@@ -72,10 +72,14 @@ LABEL org.opencontainers.image.title="kura" \
       org.opencontainers.image.version="${VERSION}"
 
 COPY --from=build /out/kurad /out/kura /usr/local/bin/
-# An empty /data owned by the nonroot user, mode 0700 (COPY keeps the mode):
-# a new named volume takes this ownership and mode, so kurad can write there
-# without root and nobody else can look in. kurad creates its files 0600.
-COPY --from=build --chown=65532:65532 /out/data /data
+# An empty /data owned by the nonroot user, mode 0700: a new named volume
+# takes this ownership and mode, so kurad can write there without root and
+# nobody else can look in. kurad creates its files 0600. The COPY names the
+# directory that holds data, not data itself: a COPY of a directory copies
+# what is in it, and makes the destination with a mode of its own (BuildKit
+# takes the source's, buildah and podman 0755), while an entry inside keeps
+# its mode under both. The distroless runtime has no shell to chmod.
+COPY --from=build --chown=65532:65532 /out/rootfs/ /
 
 # KURA_HTTP_ADDR stays on loopback until tokens are configured (see above).
 # The CLI (and so the health check) reads KURA_URL, default

@@ -133,8 +133,11 @@ func dockerfileLines(text string) [][]string {
 
 // dataDirProblems checks that a Dockerfile's runtime image has its data
 // directory (ENV KURA_DATA_DIR) made 0700 and owned by the user kurad runs
-// as: copied from a build stage with --chown of the USER, from a
-// directory that stage made with mkdir -m 0700 (COPY keeps the mode; the
+// as, under BuildKit and buildah alike: copied --chown of the USER from a
+// build stage, as an entry of the directory the COPY names (COPY copies a
+// directory's contents and makes the destination itself with a mode the
+// builder picks: BuildKit the source's, buildah and podman 0755; an entry
+// inside keeps its mode under both), made there with mkdir -m 0700 (the
 // distroless runtime has no shell to chmod). It names what is wrong.
 func dataDirProblems(text string) []string {
 	type stage struct {
@@ -160,7 +163,6 @@ func dataDirProblems(text string) []string {
 	}
 	runtime := stages[len(stages)-1]
 	var dataDir, user string
-	var copyArgs []string
 	for _, f := range runtime.ins {
 		switch strings.ToUpper(f[0]) {
 		case "ENV":
@@ -183,9 +185,18 @@ func dataDirProblems(text string) []string {
 	if user == "" || user == "root" || user == "0" || strings.HasPrefix(user, "0:") {
 		return []string{"the runtime image runs as root (USER " + user + ")"}
 	}
+	dataDir = filepath.Clean(dataDir)
+	// The COPY whose destination is the data directory or holds it; rel is
+	// the data directory's path below that destination.
+	var copyArgs []string
+	var rel string
 	for _, f := range runtime.ins {
-		if strings.EqualFold(f[0], "COPY") && len(f) >= 3 && filepath.Clean(f[len(f)-1]) == filepath.Clean(dataDir) {
-			copyArgs = f[1:]
+		if !strings.EqualFold(f[0], "COPY") || len(f) < 3 {
+			continue
+		}
+		dest := filepath.Clean(f[len(f)-1])
+		if r, err := filepath.Rel(dest, dataDir); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
+			copyArgs, rel = f[1:], r
 		}
 	}
 	if copyArgs == nil {
@@ -208,10 +219,13 @@ func dataDirProblems(text string) []string {
 	if chown != user {
 		problems = append(problems, "the data directory is copied --chown="+chown+", want the runtime USER "+user)
 	}
+	if rel == "." {
+		problems = append(problems, "the COPY's destination is the data directory itself, whose mode the builder then picks (0755 under buildah and podman); copy a directory that holds it")
+	}
 	if len(paths) != 2 {
 		return append(problems, "the data directory's COPY has sources "+strings.Join(paths[:max(0, len(paths)-1)], " ")+", want one directory")
 	}
-	src := filepath.Clean(paths[0])
+	src := filepath.Join(filepath.Clean(paths[0]), rel)
 	var build *stage
 	for i := range stages {
 		if stages[i].name != "" && stages[i].name == from {
@@ -279,13 +293,14 @@ func TestDockerfile_DataDirPrivate(t *testing.T) {
 		bad            bool
 	}{
 		{"AsShipped", "", "", false},
-		{"NoMode", "mkdir -p -m 0700 /out/data", "mkdir -p /out/data", true},
-		{"ModeOpen", "mkdir -p -m 0700 /out/data", "mkdir -p -m 0755 /out/data", true},
-		{"ModeShortForm", "mkdir -p -m 0700 /out/data", "mkdir -p -m700 /out/data", false},
-		{"ModeLongForm", "mkdir -p -m 0700 /out/data", "mkdir -p --mode=0700 /out/data", false},
-		{"OwnedByRoot", "COPY --from=build --chown=65532:65532 /out/data /data", "COPY --from=build /out/data /data", true},
-		{"OwnedByAnother", "COPY --from=build --chown=65532:65532 /out/data /data", "COPY --from=build --chown=1000:1000 /out/data /data", true},
-		{"NotCopied", "COPY --from=build --chown=65532:65532 /out/data /data", "", true},
+		{"NoMode", "mkdir -m 0700 /out/rootfs/data", "mkdir /out/rootfs/data", true},
+		{"ModeOpen", "mkdir -m 0700 /out/rootfs/data", "mkdir -m 0755 /out/rootfs/data", true},
+		{"ModeShortForm", "mkdir -m 0700 /out/rootfs/data", "mkdir -m700 /out/rootfs/data", false},
+		{"ModeLongForm", "mkdir -m 0700 /out/rootfs/data", "mkdir --mode=0700 /out/rootfs/data", false},
+		{"ModeOnAnotherDir", "mkdir -m 0700 /out/rootfs/data", "mkdir -m 0700 /out/rootfs/other", true},
+		{"OwnedByRoot", "COPY --from=build --chown=65532:65532 /out/rootfs/ /", "COPY --from=build /out/rootfs/ /", true},
+		{"OwnedByAnother", "COPY --from=build --chown=65532:65532 /out/rootfs/ /", "COPY --from=build --chown=1000:1000 /out/rootfs/ /", true},
+		{"NotCopied", "COPY --from=build --chown=65532:65532 /out/rootfs/ /", "", true},
 		{"RunsAsRoot", "USER 65532:65532", "USER root", true},
 		{"DataDirElsewhere", "KURA_DATA_DIR=/data", "KURA_DATA_DIR=/var/lib/kura", true},
 	} {
@@ -302,4 +317,18 @@ func TestDockerfile_DataDirPrivate(t *testing.T) {
 			}
 		})
 	}
+	// The form this Dockerfile had, which buildah and podman build with
+	// /data 0755 though its source was made 0700 (TestDockerfile_BuildahDataDir).
+	t.Run("CopiedOntoTheDataDir", func(t *testing.T) {
+		text := strings.NewReplacer(
+			"mkdir -p /out/rootfs && mkdir -m 0700 /out/rootfs/data", "mkdir -p -m 0700 /out/data",
+			"COPY --from=build --chown=65532:65532 /out/rootfs/ /", "COPY --from=build --chown=65532:65532 /out/data /data",
+		).Replace(shipped)
+		if text == shipped {
+			t.Fatal("the Dockerfile no longer holds the lines this case replaces: update it")
+		}
+		if p := dataDirProblems(text); len(p) == 0 {
+			t.Error("got no problems, want the COPY onto /data refused")
+		}
+	})
 }

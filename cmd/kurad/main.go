@@ -58,7 +58,14 @@ func run() int {
 			m.ReloadTokens()
 		}
 	}()
-	<-ctx.Done()
+	exit := 0
+	select {
+	case <-ctx.Done():
+	case err := <-m.Failed():
+		// Serving stops, reads too: what they would read is damaged.
+		m.Logger.Error("kurad stops serving", "err", err)
+		exit = 1
+	}
 	stop()
 	signal.Stop(hup)
 
@@ -79,7 +86,7 @@ func run() int {
 		return 1
 	}
 	m.Logger.Info("stopped")
-	return 0
+	return exit
 }
 
 // tuneGC sets kurad's garbage collector policy unless the operator chose

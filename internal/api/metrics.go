@@ -74,7 +74,7 @@ func registerReadinessMetrics(reg *prometheus.Registry, s *Server) {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kura_events_polls_waiting", Help: "Long polls of GET /v1/events waiting for a commit."},
 		func() float64 { return float64(s.polling.Load()) }))
 	reg.MustRegister(readinessCollector{s: s, desc: prometheus.NewDesc("kura_readiness_check",
-		"1 while the /readyz check passes, 0 while it fails (check: database, writer, nats, storage, doorbell).",
+		"1 while the /readyz check passes, 0 while it fails (check: database, writer, nats, storage, integrity, log, doorbell).",
 		[]string{"check"}, nil)})
 }
 

@@ -18,6 +18,13 @@ type OpsStore interface {
 	PublicKey() ed25519.PublicKey
 }
 
+// integrityChecker is the SQLite store's check of its database at start:
+// its state for /v1/info (nil on PostgreSQL) and for /readyz.
+type integrityChecker interface {
+	IntegrityCheck() *kura.IntegrityCheckInfo
+	IntegrityHealth() string
+}
+
 // opsRoutes are the probes, the metrics, /v1/info and the MCP endpoint.
 func (s *Server) opsRoutes() []route {
 	routes := []route{
@@ -83,6 +90,15 @@ func (s *Server) readiness(ctx context.Context) (status string, checks map[strin
 			status = "degraded"
 		}
 	}
+	if ic, isIC := s.store.(integrityChecker); isIC && ic.IntegrityCheck() != nil {
+		// Until the full check at start passed, writes are refused (503)
+		// while reads go on; a damaged database fails Ping above.
+		checks["integrity"] = "ok"
+		if h := ic.IntegrityHealth(); h != "" {
+			checks["integrity"] = h
+			status = "degraded"
+		}
+	}
 	if l := s.cfg.Log; l != nil {
 		// A rolled-back or forked log refuses writes: not ready, so a load
 		// balancer sends no one here and a person looks.
@@ -136,6 +152,9 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	if e, ok := s.store.(interface{ EmbedderInfo() *kura.EmbedderInfo }); ok {
 		info.Embedder = e.EmbedderInfo()
+	}
+	if ic, ok := s.store.(integrityChecker); ok {
+		info.IntegrityCheck = ic.IntegrityCheck()
 	}
 	if l := s.cfg.Log; l != nil {
 		info.LogOrigin, info.LogVKey = s.store.LogOrigin(), l.VerifierKey()

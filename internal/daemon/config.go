@@ -67,7 +67,7 @@ type Config struct {
 	RateBurst  int
 	// tokenCount is what Validate found in TokensFile.
 	tokenCount   int
-	StartupCheck string // quick, full or off: the database check before serving
+	StartupCheck string // quick (and full in the background), full or off: the database check at start
 	// RetiredKeys are the public keys (ed25519:<hex>) this kurad signed
 	// with before a key rotation: ledgers they signed vouch for the sys:
 	// records of an import.
@@ -126,6 +126,8 @@ type Config struct {
 	// EmbedRetry is the first wait before the embedding worker asks a
 	// failing embedder again (0: 1s), for tests. It is no setting.
 	EmbedRetry time.Duration
+	// StoreHooks are the store's test hooks (store.Hooks). No setting.
+	StoreHooks store.Hooks
 }
 
 // DefaultConfig is what kurad runs with when nothing is configured.
@@ -330,7 +332,7 @@ func settings() []setting {
 			return nil
 		}},
 		{"backup-dir", "KURA_BACKUP_DIR", "the directory backups go into (POST /v1/admin/backup, kura backup): a backup's path must lie inside it, and one without a path gets a new subdirectory named from the time (default <data-dir>/backups; created 0700)", str(func(c *Config) *string { return &c.BackupDir })},
-		{"startup-check", "KURA_STARTUP_CHECK", "database check before serving: quick (every page), full (and every index) or off (huge databases)", str(func(c *Config) *string { return &c.StartupCheck })},
+		{"startup-check", "KURA_STARTUP_CHECK", "database check at start: quick (every page before serving, every index in the background, writes refused until it passes), full (both before serving) or off (huge databases)", str(func(c *Config) *string { return &c.StartupCheck })},
 		{"embedder-url", "KURA_EMBEDDER_URL", "OpenAI-compatible embeddings endpoint for semantic and hybrid memory search (Ollama: http://127.0.0.1:11434; a /v1 or /v1/embeddings ending is fine); empty: search by words only", str(func(c *Config) *string { return &c.EmbedderURL })},
 		{"embedder-model", "KURA_EMBEDDER_MODEL", "the embedding model to ask for (all-minilm, nomic-embed-text, text-embedding-3-small); a change re-embeds every node in the background", str(func(c *Config) *string { return &c.EmbedderModel })},
 		{"embedder-token", "KURA_EMBEDDER_TOKEN", "bearer token for the embedder (OpenAI); prefer the environment or the config file to the flag, which other users can see", str(func(c *Config) *string { return &c.EmbedderToken })},

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kura-memory/kura/internal/api"
@@ -34,6 +35,14 @@ import (
 
 // AddrFile is the file in the data dir naming the bound addresses.
 const AddrFile = "kurad.addr"
+
+// DamagedFile is the file in the data dir that says the last full
+// integrity check found the database damaged (what, in its text): the next
+// start checks in full before it serves, instead of serving reads while the
+// check runs in the background, and removes it once a check passes (a
+// restored database). A supervisor that restarts kurad therefore does not
+// serve a damaged file again and again.
+const DamagedFile = "kurad.damaged"
 
 // Main is a running kurad.
 type Main struct {
@@ -54,6 +63,9 @@ type Main struct {
 	tokens   *auth.Table              // nil: tokenless mode
 	log      *checkpoint.Checkpointer // nil: the log is off
 	lock     *dirlock.Lock
+	failed   chan error // the reason kurad must stop serving, once
+	stopAddr context.CancelFunc
+	addrDone chan struct{} // the retry of the address file on a full disk
 }
 
 // NewMain returns an unstarted daemon.
@@ -67,8 +79,13 @@ func NewMain(cfg Config, version string, logOut io.Writer) *Main {
 	if cfg.LogFormat == "json" {
 		h = slog.NewJSONHandler(logOut, opts)
 	}
-	return &Main{Config: cfg, Version: version, Logger: slog.New(h)}
+	return &Main{Config: cfg, Version: version, Logger: slog.New(h), failed: make(chan error, 1)}
 }
+
+// Failed delivers the reason kurad must stop serving after it started: the
+// full integrity check in the background found the database damaged. The
+// caller closes kurad and exits non-zero.
+func (m *Main) Failed() <-chan error { return m.failed }
 
 // Run opens everything and returns once kurad serves; it does not block.
 func (m *Main) Run(ctx context.Context) (err error) {
@@ -128,6 +145,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		embedder = c
 	}
+	startupCheck, damaged := cfg.StartupCheck, ""
+	if cfg.DatabaseURL == "" {
+		if b, err := os.ReadFile(filepath.Join(cfg.DataDir, DamagedFile)); err == nil {
+			damaged = strings.TrimSpace(string(b))
+			if startupCheck == store.StartupCheckQuick {
+				startupCheck = store.StartupCheckFull
+			}
+			m.Logger.Warn("the last full integrity check found the database damaged; checking it in full before serving",
+				"file", filepath.Join(cfg.DataDir, DamagedFile), "found", damaged, "startup_check", startupCheck)
+		}
+	}
 	m.store = store.New(store.Config{
 		Path:           dbPath,
 		DatabaseURL:    cfg.DatabaseURL,
@@ -141,7 +169,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Signer:         key,
 		RetiredKeys:    retired,
 		Logger:         m.Logger.With("component", "store"),
-		StartupCheck:   cfg.StartupCheck,
+		StartupCheck:   startupCheck,
+		OnDamaged:      m.damaged,
+		Hooks:          cfg.StoreHooks,
 		Now:            cfg.Now,
 
 		Embedder:          embedder,
@@ -151,6 +181,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	})
 	if err := m.store.Open(ctx); err != nil {
 		return err
+	}
+	if damaged != "" && startupCheck == store.StartupCheckFull {
+		// The full check passed: a database put back from a backup.
+		if err := os.Remove(filepath.Join(cfg.DataDir, DamagedFile)); err != nil {
+			m.Logger.Warn("remove "+DamagedFile, "err", err)
+		}
 	}
 	if embedder != nil {
 		// After the store, before the API: vectors follow commits from the
@@ -258,7 +294,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 	if err := m.writeAddrFile(); err != nil {
-		return err
+		// A full disk keeps kurad serving reads (the store starts
+		// read-only); the address file follows once there is room.
+		if !errors.Is(err, syscall.ENOSPC) {
+			return err
+		}
+		m.Logger.Warn("the disk is full: "+AddrFile+" is written once there is room", "http", m.HTTPAddr(), "nats", m.NATSAddr(), "err", err)
+		m.retryAddrFile()
 	}
 	if err := sdNotify("READY=1\nSTATUS=serving HTTP on " + m.HTTPAddr() + ", NATS on " + m.NATSAddr()); err != nil {
 		m.Logger.Warn("sd_notify READY", "err", err)
@@ -276,6 +318,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Logger.Info("kurad ready", "version", m.Version, "http", m.HTTPAddr(), "nats", m.bus.Addr(),
 		"data_dir", cfg.DataDir, "synchronous", cfg.Synchronous, "public_key", keys.PublicKeyString(m.store.PublicKey()))
 	return nil
+}
+
+// damaged is the store's OnDamaged: it leaves DamagedFile for the next
+// start (best effort: the disk may be what failed) and tells Failed.
+func (m *Main) damaged(err error) {
+	path := filepath.Join(m.Config.DataDir, DamagedFile)
+	if werr := os.WriteFile(path, []byte(err.Error()+"\n"), 0o600); werr != nil {
+		m.Logger.Warn("write "+DamagedFile, "err", werr)
+	}
+	select {
+	case m.failed <- fmt.Errorf("the database failed its full integrity check: %w", err):
+	default:
+	}
 }
 
 // prepareBackupDir creates the backup directory (0700, parents too) and
@@ -339,6 +394,7 @@ func (m *Main) writeAddrFile() error {
 	path := filepath.Join(m.Config.DataDir, AddrFile)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", AddrFile, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -347,12 +403,41 @@ func (m *Main) writeAddrFile() error {
 	return nil
 }
 
+// retryAddrFile writes the address file every second until it is written
+// or kurad closes.
+func (m *Main) retryAddrFile() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopAddr, m.addrDone = cancel, make(chan struct{})
+	go func() {
+		defer close(m.addrDone)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := m.writeAddrFile(); err == nil {
+				m.Logger.Info("wrote "+AddrFile+" once the disk had room", "http", m.HTTPAddr(), "nats", m.NATSAddr())
+				return
+			}
+		}
+	}()
+}
+
 // Close stops accepting requests, waits for those in flight, drains the
 // writer, closes the database and the NATS server. Safe to call twice.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
 	if m.listener != nil {
 		sdNotify("STOPPING=1")
+	}
+	if m.stopAddr != nil {
+		// Before the address file is removed below.
+		m.stopAddr()
+		<-m.addrDone
+		m.stopAddr = nil
 	}
 	if m.stopDog != nil {
 		m.stopDog()

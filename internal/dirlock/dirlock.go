@@ -2,12 +2,14 @@
 // as long as it runs, kura restore while it installs a backup. Two kurads
 // on one directory would each run a writer on the same database and drift
 // apart; a restore under a running kurad would swap the database from
-// under it.
+// under it. AcquireFile gives one process at a time a file, whatever path
+// reaches it: two data directories whose database is one file (a symlink,
+// a hard link) are two directories, but must not be two kurads.
 //
-// The hold is flock(2) on a lock file in the directory. The kernel drops it
-// when the holder's file is closed, so a process that dies (SIGKILL, a
-// crash, a power cut) never leaves a stale lock behind; the file itself
-// stays, and only says who held it last.
+// The hold is flock(2) on a lock file in the directory (on the file itself
+// for AcquireFile). The kernel drops it when the holder's file is closed,
+// so a process that dies (SIGKILL, a crash, a power cut) never leaves a
+// stale lock behind; the lock file stays, and only says who held it last.
 package dirlock
 
 import (
@@ -26,11 +28,13 @@ import (
 // processes each hold a lock, on two different files.
 const File = "kurad.lock"
 
-// HeldError is returned when another process holds the directory.
+// HeldError is returned when another process holds the directory, or the
+// file (File set).
 type HeldError struct {
-	Dir    string // the directory, made absolute
-	PID    int    // the holder's process id; 0 if it has not written it yet
+	Dir    string // the directory, made absolute; for a file, the directory its holder holds ("" if unknown)
+	PID    int    // the holder's process id; 0 if it has not written it yet (or, for a file, is unknown)
 	Holder string // what the holder said it is ("kurad", "kura restore"); may be ""
+	File   string // the file held, symlinks resolved; "" for a directory
 }
 
 func (e *HeldError) Error() string {
@@ -40,6 +44,12 @@ func (e *HeldError) Error() string {
 	}
 	if e.PID > 0 {
 		who = fmt.Sprintf("%s (pid %d)", who, e.PID)
+	}
+	if e.File != "" {
+		if e.Dir != "" {
+			who += " with data directory " + e.Dir
+		}
+		return fmt.Sprintf("database file %s is in use by %s; a database file serves one kurad at a time", e.File, who)
 	}
 	return fmt.Sprintf("data directory %s is in use by %s; a data directory serves one kurad at a time", e.Dir, who)
 }

@@ -121,3 +121,54 @@ func TestAcquire_MissingDir(t *testing.T) {
 		t.Fatal("got nil, want an error for a directory that does not exist")
 	}
 }
+
+// TestAcquireFile: a file is held whatever path reaches it (a symlink, a
+// hard link), and the refusal names its real path, the holder's pid and
+// the directory the holder holds.
+func TestAcquireFile(t *testing.T) {
+	t.Parallel()
+	dirA, dirB, dirC := t.TempDir(), t.TempDir(), t.TempDir()
+	db := filepath.Join(dirA, "kura.db")
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(db, filepath.Join(dirB, "kura.db")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(db, filepath.Join(dirC, "kura.db")); err != nil {
+		t.Fatal(err)
+	}
+	dl, err := dirlock.Acquire(dirA, "kurad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dl.Release()
+	fl, err := dirlock.AcquireFile(db, "kurad")
+	if err != nil {
+		t.Fatalf("got %v, want the file", err)
+	}
+	for _, other := range []string{db, filepath.Join(dirB, "kura.db"), filepath.Join(dirC, "kura.db")} {
+		_, err := dirlock.AcquireFile(other, "kurad")
+		var held *dirlock.HeldError
+		if !errors.As(err, &held) {
+			t.Fatalf("%s: got %v, want a *HeldError", other, err)
+		}
+		if held.PID != os.Getpid() || held.Dir != dirA || held.Holder != "kurad" {
+			t.Errorf("%s: got %+v, want pid %d, dir %s, holder kurad", other, held, os.Getpid(), dirA)
+		}
+		if other != filepath.Join(dirC, "kura.db") && held.File != db {
+			t.Errorf("%s: got file %s, want the real path %s", other, held.File, db)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "kurad (pid "+strconv.Itoa(os.Getpid())+") with data directory "+dirA) {
+			t.Errorf("got message %q, want the holder and its directory", msg)
+		}
+	}
+	if err := fl.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := dirlock.AcquireFile(filepath.Join(dirB, "kura.db"), "kurad")
+	if err != nil {
+		t.Fatalf("got %v, want the file again after a release", err)
+	}
+	l.Release()
+}

@@ -128,6 +128,29 @@ type Info struct {
 	LogOrigin string     `json:"log_origin,omitempty"`
 	LogVKey   string     `json:"log_vkey,omitempty"`
 	Log       *LogStatus `json:"log"`
+	// IntegrityCheck is the SQLite database's check at start; absent on
+	// PostgreSQL, which checks its own pages.
+	IntegrityCheck *IntegrityCheckInfo `json:"integrity_check,omitempty"`
+}
+
+// The states of the full integrity check (IntegrityCheckInfo.State).
+const (
+	IntegrityRunning = "running" // in the background: writes are refused (503) until it passes
+	IntegrityPassed  = "passed"
+	IntegrityFailed  = "failed" // the database is damaged: kurad stops serving
+	IntegrityOff     = "off"    // --startup-check=off: integrity not established, writes allowed
+)
+
+// IntegrityCheckInfo is what /v1/info says about the database's check at
+// start: Mode is the configured --startup-check (quick: quick_check before
+// serving, the full check in the background; full: the full check before
+// serving; off), State one of the Integrity* states, the times those of
+// the full check.
+type IntegrityCheckInfo struct {
+	Mode       string `json:"mode"`
+	State      string `json:"state"`
+	StartedAt  string `json:"started_at,omitempty"`
+	FinishedAt string `json:"finished_at,omitempty"`
 }
 
 // EmbedderInfo is what /v1/info says about the embedder.

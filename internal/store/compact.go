@@ -68,6 +68,11 @@ func (db *DB) CompactEvents(ctx context.Context, beforeSeq int64) (*kura.EventCo
 	if beforeSeq <= 0 {
 		return nil, kura.Invalid("before_seq", "before_seq must be a positive event seq")
 	}
+	// An admin's deletes, not bookkeeping: held like any write until the
+	// database's integrity is established (startcheck.go).
+	if err := db.integrityGate(ctx); err != nil {
+		return nil, err
+	}
 	res := &kura.EventCompaction{RequestedBeforeSeq: beforeSeq}
 	for {
 		// A job may run twice (the writer retries a failed batch with

@@ -105,16 +105,6 @@ func (db *DB) WriterHealth() string {
 	return ""
 }
 
-// checkAtStart runs startupCheck on the writer's connection before anything
-// else uses it (a connection of its own would parse the whole schema once
-// more at every start), with a small cache (withSmallCache).
-func (db *DB) checkAtStart(ctx context.Context) error {
-	if db.cfg.StartupCheck == StartupCheckOff {
-		return nil
-	}
-	return db.withSmallCache(ctx, func() error { return startupCheck(ctx, db.wdb, db.cfg.StartupCheck) })
-}
-
 // withSmallCache runs f, which reads the whole database through the
 // writer's connection, with the connection's page cache cut to
 // checkCacheKiB: through the writer's full cache such a read left kurad
@@ -139,12 +129,12 @@ const (
 	writerCacheKiB = 20000
 )
 
-// startupCheck runs SQLite's own consistency check before kurad serves, so
-// a database damaged while kurad was down (a bad SD card, a torn copy) is
-// reported at start instead of answering with wrong data later. It reads
-// every page: about a second per few hundred MB on a Pi's SD card; "off"
-// skips it for huge databases.
-func startupCheck(ctx context.Context, c *sql.DB, mode string) error {
+// startupCheck runs SQLite's own consistency check on c, so a database
+// damaged while kurad was down (a bad SD card, a torn copy) is reported at
+// start instead of answering with wrong data later (startcheck.go). It
+// reads every page: about a second per few hundred MB on a Pi's SD card;
+// "off" skips it for huge databases.
+func startupCheck(ctx context.Context, c *sql.DB, mode, op string) error {
 	var q string
 	switch mode {
 	case StartupCheckOff:
@@ -155,29 +145,29 @@ func startupCheck(ctx context.Context, c *sql.DB, mode string) error {
 		mode = StartupCheckQuick
 		q = "PRAGMA quick_check(20)"
 	default:
-		return fmt.Errorf("open store: startup check must be quick, full or off, not %q", mode)
+		return fmt.Errorf("%s: startup check must be quick, full or off, not %q", op, mode)
 	}
 	rows, err := c.QueryContext(ctx, q)
 	if err != nil {
-		return fmt.Errorf("open store: the database failed its %s check: %w; restore it from a backup (docs/durability.md)", mode, err)
+		return fmt.Errorf("%s: the database failed its %s check: %w; restore it from a backup (docs/durability.md)", op, mode, err)
 	}
 	defer rows.Close()
 	var problems []string
 	for rows.Next() {
 		var s string
 		if err := rows.Scan(&s); err != nil {
-			return fmt.Errorf("open store: %s check: %w", mode, err)
+			return fmt.Errorf("%s: %s check: %w", op, mode, err)
 		}
 		if s != "ok" {
 			problems = append(problems, s)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("open store: the database failed its %s check: %w; restore it from a backup (docs/durability.md)", mode, err)
+		return fmt.Errorf("%s: the database failed its %s check: %w; restore it from a backup (docs/durability.md)", op, mode, err)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("open store: the database is damaged (%s check): %s; kurad will not serve it: restore it from a backup, or start with --startup-check=off to read out what is left (docs/durability.md)",
-			mode, strings.Join(problems, "; "))
+		return fmt.Errorf("%s: the database is damaged (%s check): %s; kurad will not serve it: restore it from a backup, or start with --startup-check=off to read out what is left (docs/durability.md)",
+			op, mode, strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -9,14 +9,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kura-memory/kura/internal/dirlock"
 	"github.com/kura-memory/kura/internal/kura"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -58,8 +57,14 @@ type Config struct {
 	// idempotency keys dropped).
 	SweepInterval time.Duration
 	// StartupCheck is the consistency check Open runs before serving:
-	// StartupCheckQuick (default), StartupCheckFull or StartupCheckOff.
+	// StartupCheckQuick (default; the full check then runs in the
+	// background, writes refused until it passes: startcheck.go),
+	// StartupCheckFull or StartupCheckOff.
 	StartupCheck string
+	// OnDamaged, when set, is called once, from the background check's
+	// goroutine, when the full check finds the database damaged: kurad
+	// then stops serving it.
+	OnDamaged func(err error)
 	// WALTruncateFrames is the WAL length in frames past which the writer
 	// truncates it between batches (0: walTruncateFrames).
 	WALTruncateFrames int
@@ -98,6 +103,9 @@ type Hooks struct {
 	// before the copy starts; "manifest": after it, before the manifest
 	// is written).
 	Backup func(stage string)
+	// FullCheck, when set, runs before the full integrity check in the
+	// background starts (ctx ends at Close): a test holds the check there.
+	FullCheck func(ctx context.Context)
 }
 
 // CommitHook receives the events of every committed transaction, in seq
@@ -178,6 +186,9 @@ type DB struct {
 	logs logState // the Merkle log's tree (log.go)
 
 	pg *pgState // the PostgreSQL store's own state; nil on SQLite (pg.go)
+
+	fileLock *dirlock.Lock  // the database file, held from Open to Close (SQLite)
+	integ    integrityState // the full integrity check at start (startcheck.go)
 
 	vecs  vectorIndexes // semantic indexes built so far (vecindex.go)
 	embed embedState    // the embedder as the worker and searches saw it (vectors.go)
@@ -285,7 +296,38 @@ func (db *DB) Open(ctx context.Context) error {
 	if err := securePermissions(db.cfg.Path, db.log); err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
+	// One kurad per database file, whatever path reaches it: the data
+	// directory's lock does not see a second directory whose kura.db is a
+	// link to this one, and two writers on one file fail each other's
+	// writes while each signs with its own key. On PostgreSQL (above)
+	// sharing is the design.
+	lock, err := dirlock.AcquireFile(db.cfg.Path, "kurad")
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	db.fileLock = lock
+	if err := db.openSQLite(ctx); err != nil {
+		// Close releases the lock when start got far enough to call it.
+		db.releaseFile()
+		return err
+	}
+	return nil
+}
+
+// releaseFile lets the database file go, once nothing here has it open.
+func (db *DB) releaseFile() {
+	if err := db.fileLock.Release(); err != nil {
+		db.log.Warn("unlock database file", "err", err)
+	}
+	db.fileLock = nil
+}
+
+// openSQLite is Open on the locked database file.
+func (db *DB) openSQLite(ctx context.Context) error {
 	if err := checkSchemaVersion(ctx, db.cfg.Path); err != nil {
+		if db.isFull(err) {
+			return errNoRoomToRead(err)
+		}
 		return err
 	}
 	// journal_size_limit: when the writer restarts the WAL (health.go), the
@@ -312,9 +354,15 @@ func (db *DB) Open(ctx context.Context) error {
 	// A kurad stopped while a redaction's purge was pending (a crash, a
 	// kill) may have left the old content in the WAL: start from an empty
 	// one. Nothing else reads yet, so it cannot be kept from finishing.
+	// On a full disk it cannot finish (the database file must grow to take
+	// the WAL): kurad starts read-only instead (diskfull.go).
+	fullAtStart := false
 	if _, err := wdb.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		wdb.Close()
-		return fmt.Errorf("open store: checkpoint: %w", err)
+		if !db.isFull(err) {
+			wdb.Close()
+			return fmt.Errorf("open store: checkpoint: %w", err)
+		}
+		fullAtStart = true
 	}
 	rdb, err := sql.Open("sqlite", dsn(db.cfg.Path, roleRead, ""))
 	if err != nil {
@@ -353,7 +401,14 @@ func (db *DB) Open(ctx context.Context) error {
 	}
 	cdb.SetMaxOpenConns(1)
 	db.cdb = cdb
-	return db.start(ctx)
+	if err := db.start(ctx); err != nil {
+		return err
+	}
+	if fullAtStart {
+		db.startFull()
+	}
+	db.startFullCheck()
+	return nil
 }
 
 // start runs the writer and the background work of an opened store.
@@ -370,113 +425,6 @@ func (db *DB) start(ctx context.Context) error {
 	if err := db.drainPendingExtractions(ctx); err != nil {
 		db.Close(ctx)
 		return fmt.Errorf("extract memory queued before the memory graph existed: %w", err)
-	}
-	return nil
-}
-
-// checkSchemaVersion reads PRAGMA user_version through a read-only
-// connection, so that a newer database is refused before anything writes.
-func checkSchemaVersion(ctx context.Context, path string) error {
-	c, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
-	if err != nil {
-		return fmt.Errorf("check schema: %w", err)
-	}
-	defer c.Close()
-	var v int
-	if err := c.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		// A missing file cannot be opened read-only: it is a new database.
-		var se *sqlite.Error
-		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN {
-			return nil
-		}
-		return fmt.Errorf("check schema: %w", err)
-	}
-	if v > SchemaVersion {
-		return fmt.Errorf("open store: database schema version %d is newer than this kurad supports (%d); refusing to open it", v, SchemaVersion)
-	}
-	return nil
-}
-
-func (db *DB) migrate(ctx context.Context) error {
-	var v int
-	if err := db.wdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	if v > SchemaVersion {
-		return fmt.Errorf("migrate: database schema version %d is newer than this kurad supports (%d)", v, SchemaVersion)
-	}
-	return db.applyMigrations(ctx, migrationFS, "migrations/*.sql", v, func(tx *sql.Tx, ver int) error {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", strconv.Itoa(ver)); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(ver))
-		return err
-	}, "file", filepath.Base(db.cfg.Path))
-}
-
-// Migrate creates the SQLite database at path, or brings it up to
-// SchemaVersion, and closes it: the migrations Open runs first, and nothing
-// else (no log origin, no key, no writer). The tests' helpers migrate one
-// file this way and copy it for every store they open: under the race
-// detector the migrations are about half the cost of opening a new store.
-func Migrate(ctx context.Context, path string) error {
-	db := New(Config{Path: path})
-	if err := securePermissions(path, db.log); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	if err := checkSchemaVersion(ctx, path); err != nil {
-		return err
-	}
-	wdb, err := sql.Open("sqlite", dsn(path, roleWrite, "FULL"))
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	defer wdb.Close()
-	wdb.SetMaxOpenConns(1)
-	db.wdb = wdb
-	if err := db.migrate(ctx); err != nil {
-		return err
-	}
-	if _, err := wdb.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		return fmt.Errorf("migrate: checkpoint: %w", err)
-	}
-	return wdb.Close()
-}
-
-// applyMigrations runs the embedded migrations (glob, in name order) past
-// version from, each in a transaction of its own with stamp, which records
-// its version number there; logged with the attrs naming the database.
-func (db *DB) applyMigrations(ctx context.Context, fsys embed.FS, glob string, from int, stamp func(tx *sql.Tx, ver int) error, attrs ...any) error {
-	names, err := fs.Glob(fsys, glob)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	sort.Strings(names)
-	for i, name := range names {
-		ver := i + 1
-		if ver <= from {
-			continue
-		}
-		body, err := fsys.ReadFile(name)
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		tx, err := db.wdb.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("migrate %s: %w", name, err)
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", name, err)
-		}
-		if err := stamp(tx, ver); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s: %w", name, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migrate %s: %w", name, err)
-		}
-		db.log.Info("migrated database", append(attrs, "schema_version", ver)...)
 	}
 	return nil
 }
@@ -527,7 +475,7 @@ func (db *DB) Close(ctx context.Context) error {
 	// in time: a close that gives up waiting still closes the pools (work
 	// left running then fails on them), and a second Close finds nothing
 	// left to do.
-	drained := waitUntil(ctx, db.kbLoads.Wait, db.vocab.wg.Wait, db.purgeWG.Wait,
+	drained := waitUntil(ctx, db.kbLoads.Wait, db.vocab.wg.Wait, db.purgeWG.Wait, db.integ.wg.Wait,
 		func() { <-db.sweepDone }, func() { <-db.done }, func() { <-db.ckptDone })
 	if !drained {
 		errs = append(errs, fmt.Errorf("writer did not drain: %w", ctx.Err()))
@@ -548,7 +496,14 @@ func (db *DB) Close(ctx context.Context) error {
 		want := db.purge.wanted.Load()
 		var busy, logFrames, done int
 		if err := db.wdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
-			errs = append(errs, err)
+			// On a full disk the WAL stays (every commit in it is
+			// durable) and the next start copies it back: a stop that
+			// cannot tidy up has still lost nothing.
+			if db.isFull(err) {
+				db.log.Warn("the disk is full: the WAL stays beside the database until the next start copies it in", "err", err)
+			} else {
+				errs = append(errs, err)
+			}
 		} else if busy == 0 {
 			db.markPurged(want)
 		}
@@ -559,6 +514,9 @@ func (db *DB) Close(ctx context.Context) error {
 	if err := db.wdb.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	// Last: closing the lock's descriptor would drop SQLite's own locks on
+	// the file, were a connection still open.
+	db.releaseFile()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
@@ -623,6 +581,9 @@ func (db *DB) Ping(ctx context.Context) error {
 	case <-db.done:
 		return kura.Errorf(kura.EUnavailable, "writer stopped")
 	default:
+	}
+	if err := db.integrityDamaged(); err != nil {
+		return err
 	}
 	var one int
 	if err := db.rdb.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {

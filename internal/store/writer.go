@@ -194,8 +194,12 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 
 // write is Update for a write its caller answers: opts say where the
 // answer is kept (Tx.KeepAnswer). It is refused while the log is held
-// (RefuseWrites); Update, the store's own bookkeeping, is not.
+// (RefuseWrites) and until the full integrity check at start passed
+// (startcheck.go); Update, the store's own bookkeeping, is not.
 func (db *DB) write(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) error) error {
+	if err := db.integrityGate(ctx); err != nil {
+		return err
+	}
 	if err := db.writeGate(); err != nil {
 		return err
 	}
@@ -213,6 +217,9 @@ func (db *DB) write(ctx context.Context, opts []kura.WriteOption, fn func(*Tx) e
 //
 // records are the records fn inserts with InsertRecord, in order.
 func (db *DB) writeLockFree(ctx context.Context, opts []kura.WriteOption, records []*PreparedRecord, fn func(*Tx) error) error {
+	if err := db.integrityGate(ctx); err != nil {
+		return err
+	}
 	if err := db.writeGate(); err != nil {
 		return err
 	}
