@@ -121,7 +121,9 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	// A write says JSON even without a body: kurad refuses any other
+	// type, which is what a web page can send it without asking.
+	if body != nil || (method != http.MethodGet && method != http.MethodHead) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {

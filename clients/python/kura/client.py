@@ -121,9 +121,12 @@ class Client:
             idempotency_key = str(uuid.uuid4())
         extra = {"Accept": accept}
         data = None
+        if body is not None or not safe:
+            # Every write says JSON, a bodiless one too: kurad refuses any
+            # other type, which a web page of another site could send it.
+            extra["Content-Type"] = "application/json"
         if body is not None:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-            extra["Content-Type"] = "application/json"
         if idempotency_key is not None:
             extra["Idempotency-Key"] = idempotency_key
         retryable = safe or idempotency_key is not None
