@@ -41,8 +41,11 @@ func unsafeMethod(m string) bool {
 // jsonMediaType reports whether a Content-Type header names JSON
 // (application/json, or a type ending in +json), parameters allowed.
 func jsonMediaType(ct string) bool {
-	if ct == "" {
+	switch ct {
+	case "":
 		return false
+	case "application/json": // what nearly every client sends: no parse
+		return true
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
