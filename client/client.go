@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,13 +42,50 @@ func WithToken(token string) Option {
 }
 
 // WithHTTPClient replaces http.DefaultClient, e.g. to set timeouts or a
-// custom transport.
+// custom transport. The client uses a copy of hc whose redirects never
+// carry the token to another origin (hc's own CheckRedirect, if any, is
+// called after that).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {
-			c.http = hc
+			c.http = tokenStaysHome(hc)
 		}
 	}
+}
+
+// defaultHTTP is http.DefaultClient with the token kept to kurad's origin.
+var defaultHTTP = tokenStaysHome(http.DefaultClient)
+
+// tokenStaysHome returns a copy of hc that drops Authorization from a
+// redirect to another origin (scheme, host or port). Go's own rule drops
+// it only for another host name: another port of 127.0.0.1, or http after
+// https, would still receive the token.
+func tokenStaysHome(hc *http.Client) *http.Client {
+	cp := *hc
+	next := hc.CheckRedirect
+	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && origin(req.URL) != origin(via[0].URL) {
+			req.Header.Del("Authorization")
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 { // net/http's own default
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cp
+}
+
+// origin is a URL's scheme://host:port, the port spelled out.
+func origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
 // New returns a client for the kurad at baseURL (e.g. "http://127.0.0.1:7700").
@@ -56,7 +94,7 @@ func New(baseURL string, opts ...Option) *Client {
 	if baseURL == "" {
 		baseURL = DefaultURL
 	}
-	c := &Client{base: strings.TrimRight(baseURL, "/"), http: http.DefaultClient}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: defaultHTTP}
 	for _, o := range opts {
 		o(c)
 	}
@@ -121,7 +159,9 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	// A write says JSON even without a body: kurad refuses any other
+	// type, which is what a web page can send it without asking.
+	if body != nil || (method != http.MethodGet && method != http.MethodHead) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {

@@ -160,6 +160,13 @@ func CheckLedgerHashes(l *Ledger, records []Record, parentHashes []string) *Veri
 	if v.ComputedHash != l.Hash {
 		add("ledger_hash", l.Hash, v.ComputedHash)
 	}
+	// A hash that matches proves nothing when its fields can be read
+	// another way (a newline in the label): not verified, as kurad and
+	// the Python and TypeScript clients have it.
+	if field, problem := kurahash.LedgerFramingProblem(parentHashes, l.Label, l.CreatedAt); field != "" {
+		stored := map[string]string{"label": l.Label, "created_at": l.CreatedAt, "parent_hashes": strings.Join(parentHashes, ",")}[field]
+		add(field, stored, problem)
+	}
 	v.OK = len(v.Mismatches) == 0
 	return v
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/gowebpki/jcs"
 )
@@ -90,6 +91,58 @@ func SealWithMetadataHash(hash, metadataHash, createdAt string) string {
 // comma-joined parent hashes + "\n" + label + "\n" + created_at)).
 func LedgerHash(rootHash string, parentHashes []string, label, createdAt string) string {
 	return SumHex([]byte("kura-ledger-v1\n" + rootHash + "\n" + strings.Join(parentHashes, ",") + "\n" + label + "\n" + createdAt))
+}
+
+// LedgerFramingProblem says why a ledger hash over these fields proves
+// nothing, or returns "" when it can be verified. LedgerHash joins its
+// fields with newlines and the parent hashes with commas, so the hash is
+// of one reading only when no field can hold a separator: a label "a\nb"
+// with created_at T hashes exactly as label "a" with created_at "b\nT",
+// and either could be shown under the same signature. kurad refuses
+// control characters in new labels; a verifier refuses a ledger whose
+// label or created_at holds one (C0, DEL, C1), or whose parent hash is
+// not a lowercase hex SHA-256. field names the field at fault.
+func LedgerFramingProblem(parentHashes []string, label, createdAt string) (field, problem string) {
+	for i, h := range parentHashes {
+		if !isHexDigest(h) {
+			return "parent_hashes", "parent hash " + itoa(int64(i)) + " is not a lowercase hex SHA-256, so the parents' part of the ledger hash has more than one reading"
+		}
+	}
+	if r, at, ok := controlRune(label); ok {
+		return "label", "the label holds the control character " + runeName(r) + " at byte " + itoa(int64(at)) + ", so the ledger hash has more than one reading (its fields are framed by newlines) and cannot be verified"
+	}
+	if r, at, ok := controlRune(createdAt); ok {
+		return "created_at", "created_at holds the control character " + runeName(r) + " at byte " + itoa(int64(at)) + ", so the ledger hash has more than one reading (its fields are framed by newlines) and cannot be verified"
+	}
+	return "", ""
+}
+
+// controlRune finds the first control character (Unicode Cc: C0, DEL,
+// C1) in s.
+func controlRune(s string) (r rune, at int, ok bool) {
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return r, i, true
+		}
+	}
+	return 0, 0, false
+}
+
+func runeName(r rune) string {
+	const digits = "0123456789ABCDEF"
+	return "U+" + string([]byte{digits[r>>12&15], digits[r>>8&15], digits[r>>4&15], digits[r&15]})
+}
+
+func isHexDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // LedgerSigningMessage is what kurad signs for a ledger.

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/kura-memory/kura/kurahash"
@@ -42,6 +43,17 @@ type vectors struct {
 		CreatedAt    string   `json:"created_at"`
 		Hash         string   `json:"hash"`
 	} `json:"ledgers"`
+	NotVerifiable []struct {
+		Why    string `json:"why"`
+		Field  string `json:"field"`
+		Ledger struct {
+			RootHash     string   `json:"root_hash"`
+			ParentHashes []string `json:"parent_hashes"`
+			Label        string   `json:"label"`
+			CreatedAt    string   `json:"created_at"`
+			Hash         string   `json:"hash"`
+		} `json:"ledger"`
+	} `json:"ledgers_not_verifiable"`
 }
 
 func loadVectors(t *testing.T) vectors {
@@ -54,7 +66,7 @@ func loadVectors(t *testing.T) vectors {
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	if len(v.JCS) == 0 || len(v.Records) == 0 || len(v.Merkle) == 0 || len(v.Ledgers) == 0 {
+	if len(v.JCS) == 0 || len(v.Records) == 0 || len(v.Merkle) == 0 || len(v.Ledgers) == 0 || len(v.NotVerifiable) == 0 {
 		t.Fatal("vector file is missing sections")
 	}
 	return v
@@ -171,9 +183,54 @@ func TestMerkle_LargeTreesProveEveryLeaf(t *testing.T) {
 
 func TestLedger_Vectors(t *testing.T) {
 	t.Parallel()
-	for i, l := range loadVectors(t).Ledgers {
+	v := loadVectors(t)
+	for i, l := range v.Ledgers {
 		if got := kurahash.LedgerHash(l.RootHash, l.ParentHashes, l.Label, l.CreatedAt); got != l.Hash {
 			t.Errorf("ledgers[%d]: got %s, want %s", i, got, l.Hash)
+		}
+		if field, problem := kurahash.LedgerFramingProblem(l.ParentHashes, l.Label, l.CreatedAt); field != "" {
+			t.Errorf("ledgers[%d]: %s: %s", i, field, problem)
+		}
+	}
+	// Each of these hashes as its fields say, and no verifier may accept
+	// it: the same hash has another reading (ledgers_not_verifiable[0] and
+	// [1] are two readings of one hash).
+	for i, c := range v.NotVerifiable {
+		l := c.Ledger
+		if got := kurahash.LedgerHash(l.RootHash, l.ParentHashes, l.Label, l.CreatedAt); got != l.Hash {
+			t.Errorf("ledgers_not_verifiable[%d]: got hash %s, want %s", i, got, l.Hash)
+		}
+		if field, _ := kurahash.LedgerFramingProblem(l.ParentHashes, l.Label, l.CreatedAt); field != c.Field {
+			t.Errorf("ledgers_not_verifiable[%d] (%s): refused for %q, want %q", i, c.Why, field, c.Field)
+		}
+	}
+}
+
+func TestLedgerFramingProblem(t *testing.T) {
+	t.Parallel()
+	h := strings.Repeat("ab", 32)
+	for _, tt := range []struct {
+		parents          []string
+		label, createdAt string
+		field            string
+	}{
+		{nil, "morning", "2026-11-21T09:00:04.000000000Z", ""},
+		{[]string{h, h}, "a, b; c — é 東 😀 \u202e", "2026-11-21T09:00:04.000000000Z", ""},
+		{nil, "a\nb", "t", "label"},
+		{nil, "a\rb", "t", "label"},
+		{nil, "a\tb", "t", "label"},
+		{nil, "\x00", "t", "label"},
+		{nil, "\x7f", "t", "label"},
+		{nil, "\u0085", "t", "label"},
+		{nil, "\u009f", "t", "label"},
+		{nil, "ok", "t\n", "created_at"},
+		{[]string{h + "," + h}, "ok", "t", "parent_hashes"},
+		{[]string{strings.ToUpper(h)}, "ok", "t", "parent_hashes"},
+		{[]string{h[:63]}, "ok", "t", "parent_hashes"},
+		{[]string{h + "\n"}, "ok", "t", "parent_hashes"},
+	} {
+		if field, problem := kurahash.LedgerFramingProblem(tt.parents, tt.label, tt.createdAt); field != tt.field {
+			t.Errorf("%q %q %q: got %q (%s), want %q", tt.parents, tt.label, tt.createdAt, field, problem, tt.field)
 		}
 	}
 }
@@ -219,4 +276,37 @@ func TestSealWithMetadataHash(t *testing.T) {
 	if a != b {
 		t.Fatalf("got %s, want %s", b, a)
 	}
+}
+
+// FuzzLedgerFramingProblem: fields LedgerFramingProblem accepts can be read
+// back from the message LedgerHash hashes in one way only, the way they
+// were written; so no other fields a verifier would accept give that hash.
+func FuzzLedgerFramingProblem(f *testing.F) {
+	h := strings.Repeat("0f", 32)
+	f.Add(h+","+h, "morning", "2026-11-21T09:00:04.000000000Z")
+	f.Add("", "morning\n2026-11-21T09:00:04.000000000Z", "2026-11-21T09:00:05.000000000Z")
+	f.Add(h, "a,b", "t\nu")
+	f.Add(h+"\n"+h, "\x1b[2J", "\u0085")
+	f.Fuzz(func(t *testing.T, parents, label, createdAt string) {
+		var ps []string
+		if parents != "" {
+			ps = strings.Split(parents, ",")
+		}
+		if field, _ := kurahash.LedgerFramingProblem(ps, label, createdAt); field != "" {
+			return
+		}
+		root := strings.Repeat("e3", 32)
+		msg := "kura-ledger-v1\n" + root + "\n" + strings.Join(ps, ",") + "\n" + label + "\n" + createdAt
+		parts := strings.Split(msg, "\n")
+		if len(parts) != 5 || parts[1] != root || parts[3] != label || parts[4] != createdAt {
+			t.Fatalf("accepted %q %q %q, whose message reads back as %q", ps, label, createdAt, parts)
+		}
+		back := []string(nil)
+		if parts[2] != "" {
+			back = strings.Split(parts[2], ",")
+		}
+		if strings.Join(back, "\x00") != strings.Join(ps, "\x00") || len(back) != len(ps) {
+			t.Fatalf("accepted parents %q, read back as %q", ps, back)
+		}
+	})
 }

@@ -72,7 +72,7 @@ func call(ctx context.Context, method, url string, body any, out any) (int, []by
 	if err != nil {
 		return 0, nil, err
 	}
-	if rd != nil {
+	if rd != nil || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := client.Do(req)

@@ -71,7 +71,7 @@ func setupExport(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 			return err
 		}
 		if *out == "" || *out == "-" {
-			_, err := write(ctx, c.client, s, c.stdout)
+			_, err := write(ctx, c.client, s, c.data)
 			return err
 		}
 		st, err := writeFileAtomically(*out, func(w io.Writer) (exportStats, error) {

@@ -55,8 +55,12 @@ const (
 type cli struct {
 	client *client.Client
 	stdin  io.Reader
+	// stdout and stderr escape what a terminal would act on (termsafe.go);
+	// data is the untouched stdout, for the outputs that are data rather
+	// than text: an export's stream, the MCP protocol.
 	stdout io.Writer
 	stderr io.Writer
+	data   io.Writer
 	json   bool // --json: print the server's JSON instead of human text
 	// env reads the environment (os.Getenv; tests pass their own), for
 	// KURA_STATE_DIR and the places it defaults to.
@@ -202,6 +206,10 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // run is the whole CLI minus the process: tests drive it in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) string) int {
+	data := stdout
+	safeErr := newSafeWriter(stderr, false)
+	defer safeErr.Flush()
+	stderr = safeErr
 	var g globalFlags
 	globals := flag.NewFlagSet("kura", flag.ContinueOnError)
 	g.register(globals)
@@ -279,7 +287,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if tok := env("KURA_TOKEN"); tok != "" {
 		opts = append(opts, client.WithToken(tok))
 	}
-	c := &cli{client: client.New(base, opts...), stdin: stdin, stdout: stdout, stderr: stderr, json: g.json, env: env}
+	safeOut := newSafeWriter(stdout, g.json)
+	defer safeOut.Flush()
+	c := &cli{client: client.New(base, opts...), stdin: stdin, stdout: safeOut, stderr: stderr, data: data, json: g.json, env: env}
 	return reportError(stderr, cmd, c.client.BaseURL(), runCmd(ctx, c, fs.Args()))
 }
 

@@ -36,7 +36,7 @@ func setupMCP(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		}
 		srv := mcp.NewServer(c.client, o)
 		fmt.Fprintf(c.stderr, "kura mcp: serving kurad at %s over stdio\n", c.client.BaseURL())
-		err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.stdout}})
+		err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(c.stdin), Writer: nopWriteCloser{c.data}})
 		// The client closing stdin, or a signal, is how a stdio server ends.
 		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 			return nil

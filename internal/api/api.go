@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -133,6 +132,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	r.Use(s.observe)
 	r.Use(s.recoverer)
 	r.Use(s.checkHost)
+	r.Use(s.checkCrossSite)
 	r.Use(s.authenticate)
 	r.Use(s.checkPathParams)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -259,9 +259,7 @@ func (s *Server) writeRecord(w http.ResponseWriter, status int, r *kura.Record) 
 // shape limits of checkJSONShape, no unknown fields (the field is named),
 // nothing after the value.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	ct := r.Header.Get("Content-Type")
-	mt, _, err := mime.ParseMediaType(ct)
-	if ct == "" || err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+	if ct := r.Header.Get("Content-Type"); !jsonMediaType(ct) {
 		return kura.Errorf(kura.EMediaType, "the body must be JSON (Content-Type: application/json), got %q", ct)
 	}
 	b, err := s.readBody(w, r)

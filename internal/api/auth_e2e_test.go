@@ -77,7 +77,7 @@ func (e *authEnv) do(tok, method, path, body string) (int, []byte) {
 		rd = strings.NewReader(body)
 	}
 	req, _ := http.NewRequestWithContext(ctx, method, e.base+path, rd)
-	if body != "" {
+	if body != "" || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if tok != "" {

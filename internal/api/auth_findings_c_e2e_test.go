@@ -33,7 +33,7 @@ func hostCall(t *testing.T, base, host, tok, method, path, body string) (int, []
 	}
 	req, _ := http.NewRequestWithContext(ctx, method, base+path, rd)
 	req.Host = host
-	if body != "" {
+	if body != "" || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")

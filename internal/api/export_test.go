@@ -12,3 +12,6 @@ func AccessRuleKeys() []string {
 	}
 	return out
 }
+
+// JSONMediaType is jsonMediaType, for its fuzz target.
+var JSONMediaType = jsonMediaType

@@ -27,7 +27,7 @@ func (c *apiClient) raw(method, path, body string, header map[string]string) (in
 	if err != nil {
 		c.tb.Fatal(err)
 	}
-	if body != "" {
+	if body != "" || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {
@@ -389,7 +389,7 @@ func TestKB_BadInputWritesNothing(t *testing.T) {
 		{"put lone surrogate", "PUT", kbPath + "/entries", `{"identifier":"a\ud800b"}`, 400, "invalid_argument", ""},
 		{"put low surrogate first", "PUT", kbPath + "/entries", `{"identifier":"\udc00\ud800"}`, 400, "invalid_argument", ""},
 		{"put bad kb name", "PUT", "/v1/kb/Knowledge/entries", `{"identifier":"x"}`, 400, "invalid_argument", "kb"},
-		{"put without a body", "PUT", kbPath + "/entries", ``, 415, "unsupported_media_type", ""},
+		{"put without a body", "PUT", kbPath + "/entries", ``, 400, "invalid_argument", ""},
 		// PUT .../entries/batch
 		{"batch empty", "PUT", kbPath + "/entries/batch", `{"entries":[]}`, 400, "invalid_argument", "entries"},
 		{"batch one bad entry", "PUT", kbPath + "/entries/batch", `{"entries":[{"identifier":"ok"},{"identifier":"x","keys":` + keys(33) + `}]}`, 400, "invalid_argument", "entries[1].keys"},

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,6 +150,11 @@ func TestOpenAPI_DescribesEveryOperation(t *testing.T) {
 		}
 		if !has4xx {
 			t.Errorf("%s documents no 4xx answer (responses %v)", key, o.codes)
+		}
+		// Every write refuses a Content-Type that is not JSON, body or
+		// not (crosssite.go).
+		if !strings.HasPrefix(key, "GET ") && !slices.Contains(o.codes, "415") {
+			t.Errorf("%s documents no 415 (a write without the JSON type; responses %v)", key, o.codes)
 		}
 	}
 }

@@ -174,6 +174,9 @@ func (s *Server) mount(r chi.Router, routes []route) {
 		if rt.answer != nil {
 			h = s.idempotent(rt.answer, rt.recheck, h)
 		}
+		if unsafeMethod(rt.method) {
+			h = s.needJSON(h)
+		}
 		r.Method(rt.method, rt.pattern, h)
 	}
 }

@@ -1,5 +1,7 @@
 package kura
 
+import "unicode"
+
 // Ledger is an immutable ordered list of record references with a Merkle
 // root, chained to its parents like a Git commit.
 type Ledger struct {
@@ -35,6 +37,16 @@ const MaxLabelLen = 256
 func (in *LedgerInput) Validate() error {
 	if len(in.Label) > MaxLabelLen {
 		return Invalid("label", "label is at most %d bytes", MaxLabelLen)
+	}
+	// The ledger hash frames the label with newlines (kurahash.LedgerHash):
+	// a newline in it would let the signed hash be read with another
+	// label and created_at, so no verifier accepts one. Other controls
+	// (ESC, CR, C1) only ever served to mislead whoever reads the label.
+	for i, r := range in.Label {
+		if unicode.IsControl(r) {
+			return Invalid("label", "label must not hold control characters (U+%04X at byte %d): the ledger hash frames the label with newlines", r, i).
+				WithDetail("offset", i)
+		}
 	}
 	for i, id := range in.ParentIDs {
 		if !ValidID(id) {

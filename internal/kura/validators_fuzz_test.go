@@ -110,5 +110,25 @@ func FuzzValidators(f *testing.F) {
 		if kura.ValidKBIdentifier("f", s) == nil && (s == "" || !utf8.ValidString(s)) {
 			t.Fatalf("ValidKBIdentifier accepted %q", s)
 		}
+		err := (&kura.LedgerInput{Label: s}).Validate()
+		check("LedgerInput.Validate label", err == nil, len(s) <= kura.MaxLabelLen && !refHasControl(s))
+		var ke *kura.Error
+		if err != nil && (!errors.As(err, &ke) || ke.Code != kura.EInvalid || ke.Details["field"] != "label") {
+			t.Fatalf("LedgerInput.Validate(label %q) = %#v, want invalid_argument naming label", s, err)
+		}
 	})
+}
+
+// refHasControl spells out Unicode's Cc for UTF-8 text: C0 and DEL are
+// single bytes, C1 (U+0080-U+009F) is 0xC2 followed by 0x80-0x9F.
+func refHasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b < 0x20 || b == 0x7f:
+			return true
+		case b == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f:
+			return true
+		}
+	}
+	return false
 }

@@ -42,6 +42,11 @@ func decodeArgs(sp *spec, raw json.RawMessage) (*call, error) {
 		}
 	}
 	c := &call{method: sp.method, header: http.Header{}}
+	if sp.method != http.MethodGet {
+		// Every write says JSON, a bodiless one too: the API refuses any
+		// other type (what a web page can send it without asking).
+		c.header.Set("Content-Type", "application/json")
+	}
 
 	path := sp.path
 	for _, name := range sp.pathArgs() {
@@ -119,7 +124,6 @@ func decodeArgs(sp *spec, raw json.RawMessage) (*call, error) {
 		return nil, kura.Invalid("", "malformed arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	c.body = buf.Bytes()
-	c.header.Set("Content-Type", "application/json")
 	return c, nil
 }
 

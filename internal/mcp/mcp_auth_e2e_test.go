@@ -36,7 +36,7 @@ func TestMCP_TokenScopes(t *testing.T) {
 	call := func(tok, method, path, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		if body != "" {
+		if body != "" || method != http.MethodGet {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)

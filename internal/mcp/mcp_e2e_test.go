@@ -44,7 +44,7 @@ func (h httpAPI) do(method, path, body string) (int, []byte) {
 	if err != nil {
 		h.tb.Fatal(err)
 	}
-	if body != "" {
+	if body != "" || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)

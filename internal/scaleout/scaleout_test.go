@@ -65,7 +65,7 @@ func call(t *testing.T, d *kuradtest.Daemon, method, path, body string) (int, ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
+	if body != "" || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)

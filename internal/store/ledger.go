@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/kura-memory/kura/internal/kura"
@@ -468,6 +469,13 @@ func (db *DB) VerifyLedger(ctx context.Context, id string) (*kura.Verification, 
 	v.ComputedHash = kurahash.LedgerHash(v.ComputedRootHash, parentHashes, l.Label, l.CreatedAt)
 	if v.ComputedHash != l.Hash {
 		v.Mismatches = append(v.Mismatches, kura.Mismatch{Field: "ledger_hash", Stored: l.Hash, Computed: v.ComputedHash})
+	}
+	// A label stored before kurad refused control characters: the hash
+	// matches, but proves one reading of several (kurahash), so the
+	// ledger is not verified here either, as no client would verify it.
+	if field, problem := kurahash.LedgerFramingProblem(parentHashes, l.Label, l.CreatedAt); field != "" {
+		stored := map[string]string{"label": l.Label, "created_at": l.CreatedAt, "parent_hashes": strings.Join(parentHashes, ",")}[field]
+		v.Mismatches = append(v.Mismatches, kura.Mismatch{Field: field, Stored: stored, Computed: problem})
 	}
 	sig, err := hex.DecodeString(l.Signature)
 	v.SignatureOK = err == nil && ed25519.Verify(db.pub, kurahash.LedgerSigningMessage(l.Hash), sig)

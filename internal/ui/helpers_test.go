@@ -21,7 +21,7 @@ func call(t *testing.T, method, base, path, body, token string, status int) map[
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
+	if body != "" || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if token != "" {

@@ -300,7 +300,8 @@ func (b *bench) do(ctx context.Context, method, url string, body []byte) (int, [
 	if err != nil {
 		return 0, nil, err
 	}
-	if body != nil {
+	// A write says JSON even without a body: kurad refuses any other.
+	if body != nil || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := b.client.Do(req)

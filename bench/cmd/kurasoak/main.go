@@ -328,7 +328,8 @@ func (l *loader) do(method, path, body string, want int, out any) error {
 		rd = strings.NewReader(body)
 	}
 	req, _ := http.NewRequest(method, l.base+path, rd)
-	if body != "" {
+	// A write says JSON even without a body: kurad refuses any other.
+	if body != "" || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	t0 := time.Now()

@@ -41,6 +41,45 @@ def _quote(s: str) -> str:
     return urllib.parse.quote(s, safe=":")
 
 
+_DEFAULT_PORT = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """scheme, host and port of a URL, the port spelled out."""
+    u = urllib.parse.urlsplit(url)
+    scheme = u.scheme.lower()
+    try:
+        port = u.port
+    except ValueError:
+        port = None
+    return scheme, (u.hostname or "").lower(), port if port is not None else _DEFAULT_PORT.get(scheme)
+
+
+class _TokenStaysHome(urllib.request.HTTPRedirectHandler):
+    """Follows redirects as urllib does, but never carries the bearer token
+    to another origin (scheme, host or port): urllib copies every header to
+    the redirect target, so a kurad behind a proxy that redirects, or
+    anyone able to answer one request with a redirect, would receive it."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            for name in [k for k in new.headers if k.lower() == "authorization"]:
+                del new.headers[name]
+            for name in [k for k in new.unredirected_hdrs if k.lower() == "authorization"]:
+                del new.unredirected_hdrs[name]
+        return new
+
+
+_opener = urllib.request.build_opener(_TokenStaysHome)
+
+
+def urlopen(req: urllib.request.Request, timeout: float) -> Any:
+    """urllib's urlopen with the token kept to kurad's own origin."""
+    return _opener.open(req, timeout=timeout)
+
+
 class Response:
     """One answer: status, headers and decoded body."""
 
@@ -121,9 +160,12 @@ class Client:
             idempotency_key = str(uuid.uuid4())
         extra = {"Accept": accept}
         data = None
+        if body is not None or not safe:
+            # Every write says JSON, a bodiless one too: kurad refuses any
+            # other type, which a web page of another site could send it.
+            extra["Content-Type"] = "application/json"
         if body is not None:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-            extra["Content-Type"] = "application/json"
         if idempotency_key is not None:
             extra["Idempotency-Key"] = idempotency_key
         retryable = safe or idempotency_key is not None
@@ -150,7 +192,7 @@ class Client:
     def _send(self, req: urllib.request.Request, timeout: float) -> Response:
         what = "%s %s" % (req.get_method(), req.full_url)
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
+            with urlopen(req, timeout=timeout) as r:
                 return Response(r.status, r.headers, r.read())
         except urllib.error.HTTPError as e:
             try:

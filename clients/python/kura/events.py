@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
+from . import client as _client
 from .errors import APIError, KuraConnectionError, Unauthenticated, PermissionDenied, NotFound, BadRequest
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ class EventFollower:
         url = c.url("/v1/events/stream", {"after": self.cursor, "type": self.types, "project": self.project})
         req = urllib.request.Request(url, headers=c.headers({"Accept": "text/event-stream"}))
         try:
-            resp = urllib.request.urlopen(req, timeout=self.idle_timeout)
+            resp = _client.urlopen(req, timeout=self.idle_timeout)
         except urllib.error.HTTPError as e:
             raise c._api_error(e.code, e.headers, e.read()) from None
         except urllib.error.URLError as e:

@@ -191,6 +191,36 @@ def ledger_hash(root_hash: str, parent_hashes: Sequence[str], label: str, create
     return sha256_hex(("kura-ledger-v1\n%s\n%s\n%s\n%s" % (root_hash, ",".join(parent_hashes), label, created_at)).encode("utf-8"))
 
 
+def _control(s: str) -> tuple[str, int] | None:
+    """The first control character (Unicode Cc: C0, DEL, C1) in s and its
+    UTF-8 byte offset."""
+    for i, ch in enumerate(s):
+        if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F:
+            return ch, len(s[:i].encode("utf-8"))
+    return None
+
+
+def ledger_framing_problem(parent_hashes: Sequence[str], label: str, created_at: str) -> tuple[str, str] | None:
+    """Why a ledger hash over these fields proves nothing, as (field,
+    reason), or None when it can be verified. ledger_hash joins its fields
+    with newlines and the parent hashes with commas: a label "a\\nb" with
+    created_at T hashes exactly as label "a" with created_at "b\\nT". So a
+    label or created_at holding a control character, or a parent hash that
+    is not lowercase hex SHA-256, is refused (as kurad and the Go and
+    TypeScript verifiers refuse it)."""
+    for i, h in enumerate(parent_hashes):
+        if len(h) != 64 or any(c not in "0123456789abcdef" for c in h):
+            return "parent_hashes", ("parent hash %d is not a lowercase hex SHA-256, so the parents' part of the "
+                                     "ledger hash has more than one reading" % i)
+    for field, value in (("label", label), ("created_at", created_at)):
+        found = _control(value)
+        if found is not None:
+            what = "the label" if field == "label" else "created_at"
+            return field, ("%s holds the control character U+%04X at byte %d, so the ledger hash has more than one "
+                           "reading (its fields are framed by newlines) and cannot be verified" % (what, ord(found[0]), found[1]))
+    return None
+
+
 def ledger_signing_message(ledger_hash_hex: str) -> bytes:
     """What kurad signs for a ledger."""
     return ("kura-ledger-sig-v1\n" + ledger_hash_hex).encode("utf-8")

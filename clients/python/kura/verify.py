@@ -310,6 +310,10 @@ def ledger(ledger: Mapping[str, Any], records: Sequence[Mapping[str, Any]], publ
                                     "%d hashes" % len(parent_ids), _short(parent_hashes))
     if not all(isinstance(p, str) for p in parent_hashes):
         raise VerificationError("ledger_hash", subject, "a parent hash is not a string", "hex digests", _short(list(parent_hashes)))
+    framing = hashes.ledger_framing_problem(list(parent_hashes), label, created_at)
+    if framing is not None:
+        got = {"label": label, "created_at": created_at}.get(framing[0], list(parent_hashes))
+        raise VerificationError("ledger_hash", subject, framing[1], None, _short(got))
     h = hashes.ledger_hash(root, list(parent_hashes), label, created_at)
     if h != stored_hash:
         raise VerificationError("ledger_hash", subject,

@@ -123,10 +123,10 @@ export class KuraClient {
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     if (key !== undefined) headers["Idempotency-Key"] = key;
     let body: string | undefined;
-    if (o.body !== undefined) {
-      headers["Content-Type"] = "application/json";
-      body = JSON.stringify(o.body);
-    }
+    // Every write says JSON, a bodiless one too: kurad refuses any other
+    // type, which a web page of another site could send it unasked.
+    if (o.body !== undefined || !(method === "GET" || method === "HEAD")) headers["Content-Type"] = "application/json";
+    if (o.body !== undefined) body = JSON.stringify(o.body);
     const url = this.url(path, o.query);
     const timeoutMs = o.timeoutMs ?? this.timeoutMs;
     for (let attempt = 0; ; attempt++) {

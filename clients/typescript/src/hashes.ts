@@ -37,6 +37,31 @@ export function* ledgerHashG(rootHash: string, parentHashes: readonly string[], 
   return yield* sumHexG(utf8(`kura-ledger-v1\n${rootHash}\n${parentHashes.join(",")}\n${label}\n${createdAt}`));
 }
 
+/**
+ * Why a ledger hash over these fields proves nothing, or null when it can
+ * be verified. ledger.hash joins its fields with newlines and the parents'
+ * hashes with commas: label "a\nb" with created_at T hashes exactly as
+ * label "a" with created_at "b\nT". So a label or created_at holding a
+ * control character (C0, DEL, C1), or a parent hash that is not lowercase
+ * hex SHA-256, is refused, as kurad and the Go and Python verifiers refuse it.
+ */
+export function ledgerFramingProblem(parentHashes: readonly string[], label: string, createdAt: string): { field: "parent_hashes" | "label" | "created_at"; reason: string } | null {
+  for (let i = 0; i < parentHashes.length; i++) {
+    if (!/^[0-9a-f]{64}$/.test(parentHashes[i])) {
+      return { field: "parent_hashes", reason: `parent hash ${i} is not a lowercase hex SHA-256, so the parents' part of the ledger hash has more than one reading` };
+    }
+  }
+  for (const [field, value, what] of [["label", label, "the label"], ["created_at", createdAt, "created_at"]] as const) {
+    const m = /[\u0000-\u001f\u007f-\u009f]/.exec(value);
+    if (m) {
+      const at = utf8(value.slice(0, m.index)).length;
+      const u = m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0");
+      return { field, reason: `${what} holds the control character U+${u} at byte ${at}, so the ledger hash has more than one reading (its fields are framed by newlines) and cannot be verified` };
+    }
+  }
+  return null;
+}
+
 /** RFC 6962 leaf hash SHA-256(0x00 || d). */
 export function* leafHashG(d: Uint8Array): Check<Uint8Array> {
   return yield* sha256(concat(new Uint8Array([0]), d));

@@ -2,7 +2,7 @@ export * from "./errors.js";
 export * from "./types.js";
 export { canonicalize, canonicalizeText, CanonicalizationError } from "./jcs.js";
 export {
-  contentHash, recordHash, recordSeal, merkleRoot, auditPath, verifyAuditPath, ledgerHash, metadataJSON,
+  contentHash, recordHash, recordSeal, merkleRoot, auditPath, verifyAuditPath, ledgerHash, ledgerFramingProblem, metadataJSON,
   contentHashAsync, recordHashAsync, recordSealAsync, merkleRootAsync, ledgerHashAsync,
 } from "./hashes.js";
 export * from "./verify.js";

@@ -7,7 +7,7 @@
 
 import { fromHex, utf8 } from "./bytes.js";
 import { VerificationError, type VerificationProblem, type VerificationWhat, problem } from "./errors.js";
-import { contentHashG, inclusionRootMatchesG, leafHashG, ledgerHashG, merkleRootBytesG, recordHashG, recordSealG } from "./hashes.js";
+import { contentHashG, inclusionRootMatchesG, leafHashG, ledgerFramingProblem, ledgerHashG, merkleRootBytesG, recordHashG, recordSealG } from "./hashes.js";
 import { CanonicalizationError } from "./jcs.js";
 import { type Checkpoint, logVKeyG, parsePublicKey, verifyCheckpointG, verifyLogInclusionG } from "./log.js";
 import { type Check, ed25519Verify, runAsync, runSync } from "./ops.js";
@@ -222,7 +222,10 @@ function* verifyLedgerProblemsG(ledger: Ledger, records: readonly KuraRecord[], 
   if (!Array.isArray(pids) || !pids.every((id) => typeof id === "string")) parents = problem("ledger_hash", obj, undefined, undefined, `the "parent_ids" field is not a list of ids: ${show(pids)}`);
   else parents = parentHashesOf(ledger, pids, o, obj);
   if (!Array.isArray(parents)) add(parents);
-  else if (hashOK && inputsOK && root !== null) {
+  else if (inputsOK && ledgerFramingProblem(parents, ledger.label, ledger.created_at)) {
+    const f = ledgerFramingProblem(parents, ledger.label, ledger.created_at)!;
+    add(problem("ledger_hash", obj, undefined, show(f.field === "label" ? ledger.label : f.field === "created_at" ? ledger.created_at : parents), f.reason));
+  } else if (hashOK && inputsOK && root !== null) {
     const hash = yield* ledgerHashG(root, parents, ledger.label, ledger.created_at);
     if (hash !== ledger.hash) add(problem("ledger_hash", obj, ledger.hash, hash, "root, parents' hashes, label and created_at do not hash to hash"));
   }

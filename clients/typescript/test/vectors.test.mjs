@@ -8,7 +8,7 @@ import * as kura from "../dist/index.js";
 const vectors = JSON.parse(readFileSync(new URL("../../../kurahash/testdata/hashes.json", import.meta.url), "utf8"));
 
 test("the vector file has every section", () => {
-  for (const k of ["jcs", "records", "merkle", "ledgers"]) assert.ok(vectors[k].length > 0, k);
+  for (const k of ["jcs", "records", "merkle", "ledgers", "ledgers_not_verifiable"]) assert.ok(vectors[k].length > 0, k);
 });
 
 test("jcs vectors", () => {
@@ -52,6 +52,21 @@ test("ledger vectors", async () => {
     assert.equal(kura.ledgerHash(l.root_hash, l.parent_hashes, l.label, l.created_at), l.hash, `ledgers[${i}]`);
     assert.equal(await kura.ledgerHashAsync(l.root_hash, l.parent_hashes, l.label, l.created_at), l.hash);
   }
+});
+
+test("ledgers no verifier accepts: a control character in the label gives their hash another reading", async () => {
+  const cases = vectors.ledgers_not_verifiable;
+  assert.ok(cases.length > 1);
+  assert.equal(cases[0].ledger.hash, cases[1].ledger.hash);
+  for (const [i, c] of cases.entries()) {
+    const l = c.ledger;
+    assert.equal(kura.ledgerHash(l.root_hash, l.parent_hashes, l.label, l.created_at), l.hash, `ledgers_not_verifiable[${i}]`);
+    assert.equal(kura.ledgerFramingProblem(l.parent_hashes, l.label, l.created_at)?.field, c.field, c.why);
+    for (const run of [() => kura.verifyLedger(l, [], null), () => kura.verifyLedgerAsync(l, [], null)]) {
+      await assert.rejects(async () => run(), (e) => e instanceof kura.VerificationError && e.what === "ledger_hash" && /more than one reading/.test(e.message), c.why);
+    }
+  }
+  for (const l of vectors.ledgers) assert.equal(kura.ledgerFramingProblem(l.parent_hashes, l.label, l.created_at), null);
 });
 
 test("no module imports node: statically (the package loads in browsers)", async () => {

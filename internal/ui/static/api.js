@@ -52,7 +52,10 @@ function headers(extra) {
 // with it; every other error becomes an ApiError with the API's code.
 export async function request(method, path, { query, body, signal, raw } = {}) {
   for (let attempt = 0; ; attempt++) {
-    const init = { method, headers: headers(body !== undefined ? { "Content-Type": "application/json" } : {}), signal };
+    // Every write says JSON, with a body or without: kurad refuses any
+    // other type, which a page of another site could send it unasked.
+    const json = body !== undefined || (method !== "GET" && method !== "HEAD");
+    const init = { method, headers: headers(json ? { "Content-Type": "application/json" } : {}), signal };
     if (body !== undefined) init.body = JSON.stringify(body);
     let resp;
     try {
