@@ -90,6 +90,9 @@ type Config struct {
 	Log LogService
 	// MCP builds the handler of POST /mcp (nil: /mcp answers 404).
 	MCP func(MCPOptions) http.Handler
+	// HeavySlots is how many requests of heavy routes run at once
+	// (heavy.go); 0: one fewer than GOMAXPROCS, at least one.
+	HeavySlots int
 }
 
 // Server is the HTTP API.
@@ -110,6 +113,7 @@ type Server struct {
 	closeOnce sync.Once
 	// polling counts the long polls of GET /v1/events waiting for a commit.
 	polling atomic.Int64
+	heavy   heavySlots
 }
 
 // New wires the routes.
@@ -122,6 +126,7 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	}
 	s := &Server{cfg: cfg, store: store, bus: bus, log: cfg.Logger, started: time.Now(), closing: make(chan struct{}), limiter: newLimiter(cfg.RateLimit, cfg.RateBurst)}
 	s.bodies = newBodyBudget(cfg.MaxInflightBodyBytes, cfg.MaxInflightBodyWait)
+	s.heavy = newHeavySlots(cfg.HeavySlots)
 	if cfg.Registry != nil {
 		s.metrics = newHTTPMetrics(cfg.Registry)
 		registerBodyMetrics(cfg.Registry, s.bodies)

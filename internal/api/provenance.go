@@ -29,7 +29,7 @@ type ProvenanceStore interface {
 func (s *Server) provenanceRoutes() []route {
 	const prefix = "/v1/scopes/{scope}/provenance/{ref}"
 	read := func(pattern string, h http.HandlerFunc) route {
-		return route{method: http.MethodGet, pattern: prefix + pattern, role: auth.RoleReader, check: scoped(provenanceRef), serve: h}
+		return route{method: http.MethodGet, pattern: prefix + pattern, role: auth.RoleReader, check: scoped(provenanceRef), serve: h, heavy: true}
 	}
 	return []route{
 		read("", s.handleProvenanceTrace),

@@ -33,6 +33,9 @@ type route struct {
 	// recheck, set by bodyRoute, runs the body check on the raw body
 	// before a stored answer is replayed (idempotent).
 	recheck func(r *http.Request, body []byte) error
+	// heavy marks a read whose cost grows with the data it walks: it runs
+	// in a heavy slot (heavy.go).
+	heavy bool
 }
 
 // accessCheck refuses a call the principal may not make; nil lets it
@@ -171,6 +174,9 @@ func (s *Server) mount(r chi.Router, routes []route) {
 		}
 		s.byPattern[k] = rt
 		h := rt.serve
+		if rt.heavy {
+			h = s.inHeavySlot(h)
+		}
 		if rt.answer != nil {
 			h = s.idempotent(rt.answer, rt.recheck, h)
 		}

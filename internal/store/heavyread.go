@@ -3,23 +3,21 @@ package store
 import (
 	"context"
 	"database/sql"
-	"runtime"
 )
 
-// heavyReads keeps room for cheap reads. A read whose cost grows with the
-// data it walks (a provenance walk) takes a slot here before it takes a
-// connection. There are at most half as many slots as connections, and
-// fewer than the Go scheduler's processors: however many such requests
-// arrive at once, part of the pool and one processor stay free for the
-// reads that answer in microseconds (/v1/info, a record, a node), which
-// would otherwise queue behind them, for a connection or for a processor,
-// for as long as they run. A heavy read waits for a slot as long as its
-// request's context allows. On the 2-core machine of make bench that is one
-// slot: such reads run one at a time.
+// heavyReads keeps room in the read pool for cheap reads. A read whose cost
+// grows with the data it walks (a provenance walk) takes a slot here before
+// it takes a connection, and there are half as many slots as connections
+// (at least one): however many such requests arrive at once, the other half
+// of the pool stays free for the reads that answer in microseconds
+// (/v1/info, a record, a node), which would otherwise queue behind them for
+// as long as they run. A heavy read waits for a slot as long as its
+// request's context allows. (The API keeps a processor free the same way:
+// api/heavy.go.)
 type heavyReads chan struct{}
 
 func newHeavyReads(readPool int) heavyReads {
-	return make(heavyReads, max(1, min(readPool/2, runtime.GOMAXPROCS(0)-1)))
+	return make(heavyReads, max(1, readPool/2))
 }
 
 // beginHeavyRead is beginRead for a heavy read: done ends the transaction

@@ -22,7 +22,7 @@ const (
 	denseNotes      = 300
 	denseDepth      = 10
 	denseTraces     = 30   // timed traces, one at a time
-	denseInfos      = 1000 // /v1/info requests in each of the two windows
+	denseInfos      = 3000 // /v1/info requests in each of the two windows
 	denseTracers    = 4    // concurrent tracing clients in the second window
 	denseCPUTarget  = 50.0 // ms of kurad's CPU for one trace
 	denseInfoFactor = 2.0  // /v1/info p99 under the traces ≤ this × alone (or denseInfoFloor ms)
