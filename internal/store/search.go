@@ -261,16 +261,27 @@ func compileRanking(ctx context.Context, q queryer, pg bool, scope, query string
 	if err != nil || len(hits) == 0 {
 		return out, err
 	}
-	nodes, err := hitNodes(ctx, q, pg, scope, hits)
-	if err != nil {
-		return nil, err
-	}
-	for i, n := range nodes {
-		text := textOf(&n.Node)
-		out[n.Ref] = admission.Match{Score: hits[i].score, Why: explain(&text, words)}
+	// The reasons need each match's text: read a few hundred nodes at a
+	// time, so that a query matching a whole scope of long summaries
+	// never holds all of them.
+	for len(hits) > 0 {
+		chunk := hits[:min(len(hits), rankTextBatch)]
+		hits = hits[len(chunk):]
+		nodes, err := hitNodes(ctx, q, pg, scope, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for i, n := range nodes {
+			text := textOf(&n.Node)
+			out[n.Ref] = admission.Match{Score: chunk[i].score, Why: explain(&text, words)}
+		}
 	}
 	return out, nil
 }
+
+// rankTextBatch is how many matches' texts a compile reads at once: 256
+// nodes of at most 16 KiB of summary and 16 KiB of metadata.
+const rankTextBatch = 256
 
 // hitNodes reads the nodes of hits, in the hits' order. On PostgreSQL the
 // keys go as an array (= ANY), which the planner counts and probes the
@@ -317,34 +328,58 @@ func scanNodes(rows *sql.Rows, err error, scope string) ([]*nodeRow, error) {
 	return out, rows.Err()
 }
 
-// rankPast ranks nodes as they were at some past instant for query, the
-// way the index ranks today's nodes (the same tokens, weights and bm25),
-// over their own text: the index holds only the current text. Its
+// pastRanker ranks nodes as they were at some past instant for a query,
+// the way the index ranks today's nodes (the same tokens, weights and
+// bm25), over their own text: the index holds only the current text. Its
 // statistics (how rare a word is, how long a node) are those of these
-// nodes.
-func rankPast(nodes []kura.Node, query string) admission.Ranking {
+// nodes. It reads the nodes one at a time and keeps only what BM25 needs
+// of each and the reasons of those that match, so that a compile as of a
+// past time does not hold the text of every node of its scope.
+type pastRanker struct {
+	words   []string
+	phrases [][]string
+	refs    []string
+	stats   []recall.DocStats
+	why     map[int][]kura.SearchReason
+}
+
+// newPastRanker is nil for a query without words: nothing is ranked.
+func newPastRanker(query string) *pastRanker {
 	words := queryWords(query)
 	if len(words) == 0 {
 		return nil
 	}
-	phrases := make([][]string, len(words))
+	p := &pastRanker{words: words, phrases: make([][]string, len(words)), why: map[int][]kura.SearchReason{}}
 	for i, w := range words {
-		phrases[i] = recall.Phrase(w)
+		p.phrases[i] = recall.Phrase(w)
 	}
-	texts := make([]nodeFields, len(nodes))
-	docs := make([]recall.Doc, len(nodes))
-	for i := range nodes {
-		texts[i] = textOf(&nodes[i])
-		docs[i] = make(recall.Doc, len(ftsColumns))
-		for c, t := range texts[i] {
-			docs[i][c] = recall.Tokens(t)
-		}
+	return p
+}
+
+// add reads one node's text.
+func (p *pastRanker) add(n *kura.Node) {
+	text := textOf(n)
+	doc := make(recall.Doc, len(ftsColumns))
+	for c, t := range text {
+		doc[c] = recall.Tokens(t)
 	}
-	scores := recall.BM25(docs, phrases, ftsWeights)
+	st := recall.Stats(doc, p.phrases, ftsWeights)
+	if len(st.Hits) > 0 {
+		p.why[len(p.refs)] = explain(&text, p.words)
+	}
+	p.refs = append(p.refs, n.Ref)
+	p.stats = append(p.stats, st)
+}
+
+// ranking is the ranking of the nodes added.
+func (p *pastRanker) ranking() admission.Ranking {
+	if p == nil {
+		return nil
+	}
 	out := admission.Ranking{}
-	for i, s := range scores {
+	for i, s := range recall.BM25Stats(p.stats, len(p.phrases)) {
 		if s > 0 {
-			out[nodes[i].Ref] = admission.Match{Score: s, Why: explain(&texts[i], words)}
+			out[p.refs[i]] = admission.Match{Score: s, Why: p.why[i]}
 		}
 	}
 	return out
