@@ -29,6 +29,11 @@ func (s *Server) contextRoutes() []route {
 			method: http.MethodPost, pattern: prefix + "/compile", role: auth.RoleWriter,
 			check: scoped(nil), answer: answer200,
 			call: func(r *http.Request, req *admission.Request, keep kura.WriteOption) (json.RawMessage, bool, error) {
+				release, err := s.reserveCompile(r, req)
+				if err != nil {
+					return nil, false, err
+				}
+				defer release()
 				b, err := s.store.CompileContext(r.Context(), chi.URLParam(r, "scope"), req, keep)
 				return b, false, err
 			},
@@ -47,6 +52,12 @@ func (s *Server) handleContextPreview(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	release, err := s.reserveCompile(r, &req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release() // once the answer is written: it is made as it goes
 	b, err := s.store.PreviewContext(r.Context(), chi.URLParam(r, "scope"), &req)
 	if err != nil {
 		s.writeError(w, r, err)
