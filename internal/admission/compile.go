@@ -35,6 +35,7 @@ type ranked struct {
 	d     *Decision
 	base  int // the size of its trace entry without score and why
 	score float64
+	shown float64 // the score as the trace shows it, once planned
 	why   []kura.SearchReason
 }
 

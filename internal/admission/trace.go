@@ -32,7 +32,11 @@ func planTrace(list []ranked, scored bool, max, maxBytes int) *tracePlan {
 		rk := &list[i]
 		size := rk.base + whySize(rk.why)
 		if scored {
-			num = appendFloat(num[:0], recall.RoundScore(rk.score))
+			// Rounded once, here: most nodes of a large scope score 0.
+			if rk.score != 0 {
+				rk.shown = recall.RoundScore(rk.score)
+			}
+			num = appendFloat(num[:0], rk.shown)
 			size += len(`,"score":`) + len(num)
 		}
 		if i > 0 {
@@ -52,7 +56,7 @@ func (p *tracePlan) entry(i int, score *float64) TraceEntry {
 	rk := &p.list[i]
 	te := TraceEntry{Ref: rk.n.Ref, Bucket: rk.d.Bucket, Reason: rk.d.Reason, RelationID: rk.d.RelationID, Detail: rk.d.Detail, Why: rk.why}
 	if p.scored {
-		*score = recall.RoundScore(rk.score)
+		*score = rk.shown
 		te.Score = score
 	}
 	return te
