@@ -263,17 +263,43 @@ func compileRanking(ctx context.Context, q queryer, pg bool, scope, query string
 	}
 	// The reasons need each match's text: read a few hundred nodes at a
 	// time, so that a query matching a whole scope of long summaries
-	// never holds all of them.
+	// never holds all of them, and only the columns the text is made of.
+	sqlq := "SELECT " + rankTextCols + " FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value"
+	if pg {
+		sqlq = "SELECT " + rankTextCols + " FROM nodes n WHERE n.nid = ANY(CAST(CAST(? AS TEXT) AS BIGINT[]))"
+	}
 	for len(hits) > 0 {
 		chunk := hits[:min(len(hits), rankTextBatch)]
 		hits = hits[len(chunk):]
-		nodes, err := hitNodes(ctx, q, pg, scope, chunk)
+		keys := nidList(chunk)
+		if pg {
+			keys = nidArray(chunk)
+		}
+		score := make(map[int64]float64, len(chunk))
+		for _, h := range chunk {
+			score[h.nid] = h.score
+		}
+		rows, err := q.QueryContext(ctx, sqlq, keys)
 		if err != nil {
 			return nil, err
 		}
-		for i, n := range nodes {
-			text := textOf(&n.Node)
-			out[n.Ref] = admission.Match{Score: chunk[i].score, Why: explain(&text, words)}
+		for rows.Next() {
+			nid, n, err := scanRankText(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			text := textOf(n)
+			out[n.Ref] = admission.Match{Score: score[nid], Why: explain(&text, words)}
+			delete(score, nid)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if len(score) > 0 {
+			// Nodes are never deleted: a hit without its node is damage.
+			return nil, fmt.Errorf("search hit: %d nodes are missing", len(score))
 		}
 	}
 	return out, nil
@@ -282,6 +308,35 @@ func compileRanking(ctx context.Context, q queryer, pg bool, scope, query string
 // rankTextBatch is how many matches' texts a compile reads at once: 256
 // nodes of at most 16 KiB of summary and 16 KiB of metadata.
 const rankTextBatch = 256
+
+// rankTextCols are the columns of a node textOf reads, after its nid.
+const rankTextCols = "n.nid, n.kind, n.id, n.title, n.summary, n.target_files, n.payload_ref, n.owner, n.metadata"
+
+// scanRankText scans a row of rankTextCols into a node that holds just
+// them.
+func scanRankText(rows *sql.Rows) (int64, *kura.Node, error) {
+	var n kura.Node
+	var nid int64
+	var files, meta string
+	var payload, owner sql.NullString
+	if err := rows.Scan(&nid, &n.Kind, &n.ID, &n.Title, &n.Summary, &files, &payload, &owner, &meta); err != nil {
+		return 0, nil, err
+	}
+	n.Ref = n.Kind + ":" + n.ID
+	if payload.Valid {
+		n.PayloadRef = &payload.String
+	}
+	if owner.Valid {
+		n.Owner = &owner.String
+	}
+	if files != "[]" {
+		if err := json.Unmarshal([]byte(files), &n.TargetFiles); err != nil {
+			return 0, nil, fmt.Errorf("node %s: target_files: %w", n.Ref, err)
+		}
+	}
+	n.Metadata = json.RawMessage(meta)
+	return nid, &n, nil
+}
 
 // hitNodes reads the nodes of hits, in the hits' order. On PostgreSQL the
 // keys go as an array (= ANY), which the planner counts and probes the
