@@ -294,10 +294,10 @@ func TestCompile_TextsError(t *testing.T) {
 }
 
 // TestWriteBundle_Streams: WriteBundle hands a large answer to its writer
-// in pieces of about 64 KiB, never the whole trace at once.
+// in pieces of about 256 KiB, never the whole trace at once.
 func TestWriteBundle_Streams(t *testing.T) {
 	t.Parallel()
-	nodes := bigNodes(5000, 10)
+	nodes := bigNodes(20000, 10)
 	res, err := admission.Prepare(nodes, nil).Compile(&admission.Request{MaxPerBucket: intp(1)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -306,16 +306,17 @@ func TestWriteBundle_Streams(t *testing.T) {
 	if err := admission.WriteBundle(&w, &admission.Bundle{Result: *res}); err != nil {
 		t.Fatal(err)
 	}
-	if w.total < 500_000 || w.largest > 80<<10 {
-		t.Fatalf("%d bytes written, the largest piece %d bytes; want over 500 KB in pieces of about 64 KiB", w.total, w.largest)
+	if w.total < 2_000_000 || w.n < 7 || w.largest > 260<<10 {
+		t.Fatalf("%d bytes written in %d pieces, the largest %d bytes; want over 2 MB in pieces of about 256 KiB", w.total, w.n, w.largest)
 	}
 }
 
-type pieces struct{ total, largest int }
+type pieces struct{ total, largest, n int }
 
 func (p *pieces) Write(b []byte) (int, error) {
 	p.total += len(b)
 	p.largest = max(p.largest, len(b))
+	p.n++
 	return len(b), nil
 }
 

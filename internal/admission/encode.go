@@ -36,8 +36,9 @@ func WriteBundle(w io.Writer, b *Bundle) error {
 // a plan, which encoding/json would not see.
 func (b Bundle) MarshalJSON() ([]byte, error) { return Encode(&b) }
 
-// spillAt is how much a WriteBundle holds before it writes.
-const spillAt = 64 << 10
+// spillAt is how much a WriteBundle holds before it writes: pieces
+// large enough that writing them costs little next to making them.
+const spillAt = 256 << 10
 
 type encoder struct {
 	out []byte
