@@ -20,7 +20,7 @@ import (
 type (
 	// ContextRequest is the body of a preview or compile: a query that
 	// orders the buckets, filters (kinds), bounds (max_per_bucket,
-	// budget_bytes), the instant to read memory at (as_of) and whether to
+	// budget_bytes, max_trace; left out, kurad's defaults), the instant to read memory at (as_of) and whether to
 	// redact secrets (Redact nil means yes).
 	ContextRequest = admission.Request
 	// Bundle is the answer of a preview or compile; BundleID is empty for
@@ -53,15 +53,16 @@ type contextRequestWire struct {
 	Query        string   `json:"query,omitempty"`
 	TargetFiles  []string `json:"target_files,omitempty"`
 	Kinds        []string `json:"kinds,omitempty"`
-	MaxPerBucket *int     `json:"max_per_bucket,omitempty"` // nil: no limit; 0 keeps none
+	MaxPerBucket *int     `json:"max_per_bucket,omitempty"` // nil: the default (1000); 0 keeps none
 	BudgetBytes  int      `json:"budget_bytes,omitempty"`
+	MaxTrace     *int     `json:"max_trace,omitempty"` // nil: the default (100000); 0 lists none
 	AsOf         string   `json:"as_of,omitempty"`
 	Redact       *bool    `json:"redact,omitempty"`
 }
 
 func wireContextRequest(r ContextRequest) contextRequestWire {
 	return contextRequestWire{Query: r.Query, TargetFiles: r.TargetFiles, Kinds: r.Kinds,
-		MaxPerBucket: r.MaxPerBucket, BudgetBytes: r.BudgetBytes, AsOf: r.AsOf, Redact: r.Redact}
+		MaxPerBucket: r.MaxPerBucket, BudgetBytes: r.BudgetBytes, MaxTrace: r.MaxTrace, AsOf: r.AsOf, Redact: r.Redact}
 }
 
 func contextPath(scope string, parts ...string) string {

@@ -23,6 +23,7 @@ type contextFlags struct {
 	asOf         *string
 	kinds        listFlag
 	maxPerBucket optInt
+	maxTrace     optInt
 	targetFiles  listFlag
 	noRedact     *bool
 }
@@ -30,10 +31,11 @@ type contextFlags struct {
 func registerContextFlags(fs *flag.FlagSet) *contextFlags {
 	f := &contextFlags{}
 	f.query = fs.String("query", "", "order each bucket by relevance to these `words` (search score first)")
-	f.budget = fs.Int("budget", 0, "keep items while their JSON fits in `BYTES` (use_now first); 0: no limit")
+	f.budget = fs.Int("budget", 0, "keep items while their JSON fits in `BYTES` (use_now first), at most 16777216; 0: the default, 1 MiB")
 	f.asOf = fs.String("as-of", "", "read memory as it was at this RFC 3339 `time` (default: now)")
 	fs.Var(&f.kinds, "kind", "only nodes of this `kind` (repeatable)")
-	fs.Var(&f.maxPerBucket, "max-per-bucket", "keep the first `N` items of each bucket; 0 keeps none (default: no limit)")
+	fs.Var(&f.maxPerBucket, "max-per-bucket", "keep the first `N` items of each bucket, at most 100000; 0 keeps none (default: 1000)")
+	fs.Var(&f.maxTrace, "max-trace", "list the first `N` nodes of the order in the trace, at most 100000; 0 lists none (default: 100000)")
 	fs.Var(&f.targetFiles, "target-file", "a `file` the work touches: nodes that name it say so in the trace (repeatable)")
 	f.noRedact = fs.Bool("no-redact", false, "leave secret-like strings in titles and summaries (redacted by default)")
 	return f
@@ -41,7 +43,7 @@ func registerContextFlags(fs *flag.FlagSet) *contextFlags {
 
 func (f *contextFlags) request() client.ContextRequest {
 	req := client.ContextRequest{Query: *f.query, Kinds: f.kinds, TargetFiles: f.targetFiles,
-		MaxPerBucket: f.maxPerBucket.v, BudgetBytes: *f.budget, AsOf: *f.asOf}
+		MaxPerBucket: f.maxPerBucket.v, MaxTrace: f.maxTrace.v, BudgetBytes: *f.budget, AsOf: *f.asOf}
 	if *f.noRedact {
 		no := false
 		req.Redact = &no
@@ -156,7 +158,8 @@ func writeBundle(w io.Writer, b *client.Bundle) error {
 			writeBundleItem(w, it, trace[it.Ref])
 		}
 		if omitted > 0 {
-			// The trace lists every node, so the omitted ones can be named.
+			// The trace lists every node (unless max_trace cut it short),
+			// so the omitted ones can be named.
 			var refs []string
 			for i := range b.Trace {
 				if te := &b.Trace[i]; te.Bucket == bh.name && !shown[te.Ref] {

@@ -366,6 +366,8 @@ func TestContextFlags(t *testing.T) {
 			client.ContextRequest{Query: "retry policy", BudgetBytes: 800, Kinds: []string{"fact", "decision"}, MaxPerBucket: new(3)}},
 		// 0 keeps none: it is sent, unlike a flag left out.
 		{"context preview", []string{"acme", "--max-per-bucket", "0"}, client.ContextRequest{MaxPerBucket: new(0)}},
+		{"context preview", []string{"acme", "--max-trace", "0"}, client.ContextRequest{MaxTrace: new(0)}},
+		{"context preview", []string{"acme", "--max-trace=25"}, client.ContextRequest{MaxTrace: new(25)}},
 		{"context compile", []string{"acme", "--as-of", "2026-01-02T03:04:05Z", "--target-file", "a.go", "--target-file", "b.go", "--no-redact", "--idempotency-key", "k"},
 			client.ContextRequest{AsOf: "2026-01-02T03:04:05Z", TargetFiles: []string{"a.go", "b.go"}, Redact: new(false)}},
 	}

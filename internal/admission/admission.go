@@ -7,16 +7,10 @@
 package admission
 
 import (
-	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"slices"
 	"strconv"
 
 	"github.com/kura-memory/kura/internal/kura"
-	"github.com/kura-memory/kura/internal/recall"
-	"github.com/kura-memory/kura/kurahash"
 )
 
 // Buckets, in the order budgets spend bytes on them.
@@ -117,18 +111,25 @@ func Decide(n *kura.Node, incoming []kura.Relation) Decision {
 	return Decision{InspectBeforeUse, ReasonInsufficient, "", "lifecycle " + n.Lifecycle + ", authority " + n.Authority}
 }
 
-// Request is what a caller asks of a compile.
+// Request is what a caller asks of a compile. Its bounds (Limits) have
+// defaults and maximums (bounds.go).
 type Request struct {
 	Query       string   `json:"query"`
 	TargetFiles []string `json:"target_files"`
 	Kinds       []string `json:"kinds"`
-	// MaxPerBucket keeps the first N items of each bucket: nil is no
-	// limit, 0 keeps none (the trace still decides every node, and
-	// omitted counts them).
-	MaxPerBucket *int   `json:"max_per_bucket,omitempty"`
-	BudgetBytes  int    `json:"budget_bytes"`
-	AsOf         string `json:"as_of"`
-	Redact       *bool  `json:"redact"`
+	// MaxPerBucket keeps the first N items of each bucket: nil is the
+	// default (DefaultMaxPerBucket), 0 keeps none (the trace still
+	// decides every node, and omitted counts them).
+	MaxPerBucket *int `json:"max_per_bucket,omitempty"`
+	// BudgetBytes keeps items while their JSON fits: 0 is the default
+	// (DefaultBudgetBytes).
+	BudgetBytes int `json:"budget_bytes"`
+	// MaxTrace lists the first N nodes of the order in the trace: nil is
+	// the default (DefaultMaxTrace), 0 lists none (trace_omitted counts
+	// them).
+	MaxTrace *int   `json:"max_trace,omitempty"`
+	AsOf     string `json:"as_of"`
+	Redact   *bool  `json:"redact"`
 }
 
 // Item is a node as a bucket shows it.
@@ -174,190 +175,6 @@ func (b *Buckets) get(name string) *[]Item {
 	}
 }
 
-// Result is a compile's answer without the store's parts (bundle id,
-// scope, as_of, digest), which the caller adds.
-type Result struct {
-	Buckets    Buckets        `json:"buckets"`
-	Trace      []TraceEntry   `json:"trace"`
-	Omitted    map[string]int `json:"omitted"`
-	Bytes      int            `json:"bytes"`
-	Redactions int            `json:"redactions"`
-	Warnings   []string       `json:"warnings"`
-}
-
-type ranked struct {
-	n     *kura.Node
-	d     *Decision
-	score float64
-	why   []kura.SearchReason
-}
-
-// Match is how a query ranks one node: its exact score (higher first;
-// the trace shows it as recall.RoundScore does) and the reasons for it
-// (the fields and words that matched).
-type Match struct {
-	Score float64
-	Why   []kura.SearchReason
-}
-
-// Ranking is a query's ranking of a scope's nodes, by ref: the store's
-// search engine computes it (admission ranks nothing itself). A node it
-// does not name does not match. nil: the request has no query words, and
-// nothing is scored.
-type Ranking map[string]Match
-
-// Scope is a scope's memory made ready for compiles: its nodes in the
-// order without a query (updated_at descending, then id, then kind) and
-// each node's decision, which depends on nothing a request asks. Every
-// compile of an unchanged scope can share one (the store keeps it), so a
-// compile only ranks, fills buckets and explains. A Scope is read-only
-// once prepared.
-type Scope struct {
-	nodes     []kura.Node
-	decisions []Decision
-}
-
-// Prepare sorts nodes (in place) into the order without a query and
-// decides each against its incoming relations, found through an index by
-// target: linear in nodes + relations, plus the sort.
-func Prepare(nodes []kura.Node, relations []kura.Relation) *Scope {
-	byTarget := make(map[string][]kura.Relation, len(relations))
-	for _, r := range relations {
-		byTarget[r.To] = append(byTarget[r.To], r)
-	}
-	slices.SortFunc(nodes, func(a, b kura.Node) int {
-		if c := cmp.Compare(b.UpdatedAt, a.UpdatedAt); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.ID, b.ID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Kind, b.Kind)
-	})
-	sc := &Scope{nodes: nodes, decisions: make([]Decision, len(nodes))}
-	for i := range nodes {
-		sc.decisions[i] = Decide(&nodes[i], byTarget[nodes[i].Ref])
-	}
-	return sc
-}
-
-// Len is the number of nodes in the scope.
-func (sc *Scope) Len() int { return len(sc.nodes) }
-
-// Compile decides every node and builds the buckets: Prepare, then
-// Scope.Compile.
-func Compile(nodes []kura.Node, relations []kura.Relation, req *Request, rank Ranking) *Result {
-	return Prepare(slices.Clone(nodes), relations).Compile(req, rank)
-}
-
-// Compile orders the scope's nodes by rank (the ranking of req's query;
-// nil without one) and builds the buckets, the trace and the budget's cut.
-func (sc *Scope) Compile(req *Request, rank Ranking) *Result {
-	list := make([]ranked, 0, len(sc.nodes))
-	var scored []ranked // with a query: the nodes it matches
-	for i := range sc.nodes {
-		n := &sc.nodes[i]
-		if len(req.Kinds) > 0 && !slices.Contains(req.Kinds, n.Kind) {
-			continue
-		}
-		rk := ranked{n: n, d: &sc.decisions[i]}
-		if m, ok := rank[n.Ref]; ok {
-			// Clipped: appending a target file below copies, and never
-			// writes into the ranking's own slice.
-			rk.score, rk.why = m.Score, slices.Clip(m.Why)
-		}
-		// Target files explain relevance; they never reorder (the order
-		// rules are binding) nor change a bucket.
-		for _, f := range n.TargetFiles {
-			if slices.Contains(req.TargetFiles, f) {
-				rk.why = append(rk.why, kura.SearchReason{Code: "target_file_match", Detail: f})
-			}
-		}
-		if _, ok := rank[n.Ref]; ok {
-			scored = append(scored, rk)
-		} else {
-			list = append(list, rk)
-		}
-	}
-	// Score descending, ties in the order without a query: the nodes
-	// come in that order, so a stable sort of the matches, followed by
-	// the rest as they are, is the whole order (scores are never
-	// negative). A node the ranking names is a match even if its score
-	// shows as 0 (a word in most nodes weighs next to nothing).
-	slices.SortStableFunc(scored, func(a, b ranked) int { return cmp.Compare(b.score, a.score) })
-	list = append(scored, list...)
-
-	res := &Result{Trace: make([]TraceEntry, 0, len(list)), Omitted: map[string]int{}, Warnings: []string{}}
-	// Decide every node (the trace lists them all), then fill the buckets
-	// in budget order. Items are only built, redacted and sized while they
-	// can still be kept: in a large scope with a budget, almost every node
-	// is cut, and redacting or encoding it would be wasted work.
-	cands := map[string][]*kura.Node{}
-	for _, b := range BucketOrder {
-		*res.Buckets.get(b) = []Item{}
-		res.Omitted[b] = 0
-	}
-	for i := range list {
-		rk := &list[i]
-		d := rk.d
-		te := TraceEntry{Ref: rk.n.Ref, Bucket: d.Bucket, Reason: d.Reason, RelationID: d.RelationID, Detail: d.Detail, Why: rk.why}
-		if rank != nil {
-			s := recall.RoundScore(rk.score)
-			te.Score = &s
-		}
-		res.Trace = append(res.Trace, te)
-		if req.MaxPerBucket != nil && len(cands[d.Bucket]) >= *req.MaxPerBucket {
-			res.Omitted[d.Bucket]++
-			continue
-		}
-		cands[d.Bucket] = append(cands[d.Bucket], rk.n)
-	}
-	redact := req.Redact == nil || *req.Redact
-	budget, total, full := req.BudgetBytes, 0, false
-	for _, b := range BucketOrder {
-		items := res.Buckets.get(b)
-		for _, n := range cands[b] {
-			if full {
-				res.Omitted[b]++
-				continue
-			}
-			it := Item{Ref: n.Ref, Title: n.Title, Summary: n.Summary, Confidence: n.Confidence,
-				Lifecycle: n.Lifecycle, Authority: n.Authority, PayloadRef: n.PayloadRef}
-			count := 0
-			if redact {
-				var c1, c2 int
-				it.Title, c1 = Redact(it.Title)
-				it.Summary, c2 = Redact(it.Summary)
-				count = c1 + c2
-			}
-			size := ItemSize(&it)
-			// The first item that does not fit ends the filling, so what is
-			// kept is always a prefix of the ranked order.
-			if budget > 0 && total+size > budget {
-				full = true
-				res.Omitted[b]++
-				continue
-			}
-			total += size
-			// Only what the bundle holds counts: a secret in an item the
-			// budget cut was never handed out.
-			res.Redactions += count
-			*items = append(*items, it)
-		}
-	}
-	res.Bytes = total
-	if full {
-		res.Warnings = append(res.Warnings, "budget: "+strconv.Itoa(budget)+" bytes reached; see omitted")
-	}
-	return res
-}
-
-// ItemSize is what an item costs against budget_bytes: its JSON encoding.
-func ItemSize(it *Item) int {
-	b, _ := json.Marshal(it)
-	return len(b)
-}
-
 // Bundle is the answer of preview and compile.
 type Bundle struct {
 	BundleID string `json:"bundle_id,omitempty"`
@@ -365,19 +182,4 @@ type Bundle struct {
 	Scope    string `json:"scope"`
 	AsOf     string `json:"as_of"`
 	Result
-}
-
-// Digest is "sha256:<hex>" of the RFC 8785 form of the buckets: what a
-// client recomputes to check a bundle it was handed.
-func Digest(b *Buckets) (string, error) {
-	raw, err := json.Marshal(b)
-	if err != nil {
-		return "", err
-	}
-	canon, err := kurahash.Canonical(raw)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(canon)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }

@@ -86,6 +86,10 @@ type Config struct {
 	// MaxInflightBodyWait for room, then gets 503 (bodybudget.go).
 	MaxInflightBodyBytes int64
 	MaxInflightBodyWait  time.Duration
+	// MaxInflightContextBytes bounds the items (budget_bytes) of the
+	// context compiles being served (contextbudget.go); they wait
+	// MaxInflightBodyWait for room. 0: no bound.
+	MaxInflightContextBytes int64
 	// Log signs checkpoints and watches the witnesses; nil: the log is off.
 	Log LogService
 	// MCP builds the handler of POST /mcp (nil: /mcp answers 404).
@@ -108,6 +112,7 @@ type Server struct {
 	byPattern map[string]*route
 	limiter   *limiter
 	bodies    *bodyBudget // nil: no bound on the body bytes in flight
+	compiles  *bodyBudget // nil: no bound on the context items in flight
 
 	closing   chan struct{} // closed by CloseStreams at shutdown
 	closeOnce sync.Once
@@ -127,9 +132,11 @@ func New(cfg Config, store Store, bus Bus) *Server {
 	s := &Server{cfg: cfg, store: store, bus: bus, log: cfg.Logger, started: time.Now(), closing: make(chan struct{}), limiter: newLimiter(cfg.RateLimit, cfg.RateBurst)}
 	s.bodies = newBodyBudget(cfg.MaxInflightBodyBytes, cfg.MaxInflightBodyWait)
 	s.heavy = newHeavySlots(cfg.HeavySlots)
+	s.compiles = newBodyBudget(cfg.MaxInflightContextBytes, cfg.MaxInflightBodyWait)
 	if cfg.Registry != nil {
 		s.metrics = newHTTPMetrics(cfg.Registry)
 		registerBodyMetrics(cfg.Registry, s.bodies)
+		registerCompileMetrics(cfg.Registry, s.compiles)
 		registerReadinessMetrics(cfg.Registry, s)
 	}
 	r := chi.NewRouter()

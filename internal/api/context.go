@@ -13,7 +13,9 @@ import (
 
 // ContextStore is what the context routes need from the store.
 type ContextStore interface {
-	PreviewContext(ctx context.Context, scope string, req *admission.Request) (json.RawMessage, error)
+	// PreviewContext's bundle may hold its trace only as a plan: it is
+	// written with admission.WriteBundle.
+	PreviewContext(ctx context.Context, scope string, req *admission.Request) (*admission.Bundle, error)
 	CompileContext(ctx context.Context, scope string, req *admission.Request, opts ...kura.WriteOption) (json.RawMessage, error)
 	GetBundle(ctx context.Context, scope, id string) (json.RawMessage, error)
 }
@@ -27,6 +29,11 @@ func (s *Server) contextRoutes() []route {
 			method: http.MethodPost, pattern: prefix + "/compile", role: auth.RoleWriter,
 			check: scoped(nil), answer: answer200,
 			call: func(r *http.Request, req *admission.Request, keep kura.WriteOption) (json.RawMessage, bool, error) {
+				release, err := s.reserveCompile(r, req)
+				if err != nil {
+					return nil, false, err
+				}
+				defer release()
 				b, err := s.store.CompileContext(r.Context(), chi.URLParam(r, "scope"), req, keep)
 				return b, false, err
 			},
@@ -36,19 +43,33 @@ func (s *Server) contextRoutes() []route {
 }
 
 // handleContextPreview answers what compile would, writing nothing: no
-// bundle, no event, no idempotency record.
+// bundle, no event, no idempotency record. The answer is written as it is
+// encoded, without a Content-Length: a preview never holds its whole
+// answer (up to admission.MaxAnswerBytes), only a piece of it at a time.
 func (s *Server) handleContextPreview(w http.ResponseWriter, r *http.Request) {
 	var req admission.Request
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := s.store.PreviewContext(r.Context(), chi.URLParam(r, "scope"), &req)
+	release, err := s.reserveCompile(r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeBody(w, http.StatusOK, append(body, '\n'))
+	defer release() // once the answer is written: it is made as it goes
+	b, err := s.store.PreviewContext(r.Context(), chi.URLParam(r, "scope"), &req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	// Past the header nothing but the client can fail: a client gone
+	// away ends the answer, and there is nobody to tell.
+	if admission.WriteBundle(w, b) == nil {
+		w.Write([]byte{'\n'})
+	}
 }
 
 // handleBundleGet returns a stored bundle as compile answered it.

@@ -58,6 +58,7 @@ type ctxAnswer struct {
 	Raw        map[string][]json.RawMessage `json:"buckets"`
 	Trace      []ctxTrace                   `json:"trace"`
 	Omitted    map[string]int               `json:"omitted"`
+	TraceOmit  int                          `json:"trace_omitted"`
 	Bytes      int                          `json:"bytes"`
 	Redactions int                          `json:"redactions"`
 	Warnings   []string                     `json:"warnings"`
@@ -135,6 +136,9 @@ func ctxDecode(t *testing.T, raw []byte) *ctxAnswer {
 				t.Fatal(err)
 			}
 			a.Buckets[b] = append(a.Buckets[b], it)
+			if a.TraceOmit > 0 && !slices.ContainsFunc(a.Trace, func(te ctxTrace) bool { return te.Ref == it.Ref }) {
+				continue // a trace cut short (max_trace) lists a prefix of the order
+			}
 			if te := a.trace(t, it.Ref); te.Bucket != b {
 				t.Errorf("%s is in %s but its trace says %s", it.Ref, b, te.Bucket)
 			}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/kura"
 )
@@ -48,6 +49,13 @@ func (s *Server) sessionRoutes() []route {
 			method: http.MethodPost, pattern: "/v1/sessions/{id}/turns", role: auth.RoleWriter,
 			check: sessionParam, body: checkTurnOpen, answer: answer201,
 			call: func(r *http.Request, in *kura.TurnOpenInput, keep kura.WriteOption) (*kura.Turn, bool, error) {
+				if in.Memory != nil { // a compile, bounded as one (contextbudget.go)
+					release, err := s.reserveCompile(r, &admission.Request{BudgetBytes: in.Memory.BudgetBytes})
+					if err != nil {
+						return nil, false, err
+					}
+					defer release()
+				}
 				t, err := s.store.OpenTurn(r.Context(), chi.URLParam(r, "id"), in, s.cfg.TurnDeadline, keep)
 				return t, true, err
 			},

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/auth"
 	"github.com/kura-memory/kura/internal/bus"
 	"github.com/kura-memory/kura/internal/embed"
@@ -100,6 +101,11 @@ type Config struct {
 	// request waits for room before it gets 503.
 	MaxInflightBodyBytes int64
 	MaxInflightBodyWait  time.Duration
+	// MaxInflightContextBytes bounds the items (budget_bytes) of the
+	// context previews, compiles and turn memory being served at once (0:
+	// a sixteenth of the Go soft memory limit, see InflightContextBytes);
+	// a request waits MaxInflightBodyWait for room before it gets 503.
+	MaxInflightContextBytes int64
 
 	// Embedder: an OpenAI-compatible embeddings endpoint for semantic
 	// and hybrid memory search (empty URL: none, search is lexical).
@@ -251,6 +257,14 @@ func settings() []setting {
 				return fmt.Errorf("max-inflight-body-bytes: %q is not an integer", v)
 			}
 			c.MaxInflightBodyBytes = n
+			return nil
+		}},
+		{"max-inflight-context-bytes", "KURA_MAX_INFLIGHT_CONTEXT_BYTES", "most bytes of items (budget_bytes) the context previews, compiles and turn memory being served may reserve at once (0: a sixteenth of the Go soft memory limit, at least 16 MiB)", func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("max-inflight-context-bytes: %q is not an integer", v)
+			}
+			c.MaxInflightContextBytes = n
 			return nil
 		}},
 		{"max-inflight-body-wait", "KURA_MAX_INFLIGHT_BODY_WAIT", "how long a request waits for room under max-inflight-body-bytes before it gets 503", duration("max-inflight-body-wait", func(c *Config) *time.Duration { return &c.MaxInflightBodyWait })},
@@ -532,6 +546,9 @@ func (c *Config) Validate() error {
 	if c.MaxInflightBodyBytes != 0 && (c.MaxInflightBodyBytes < c.MaxBodyBytes || c.MaxInflightBodyBytes > 1<<40) {
 		return fmt.Errorf("max-inflight-body-bytes: %d is outside max-body-bytes (%d)..1099511627776, or 0 for the default", c.MaxInflightBodyBytes, c.MaxBodyBytes)
 	}
+	if c.MaxInflightContextBytes != 0 && (c.MaxInflightContextBytes < 1<<20 || c.MaxInflightContextBytes > 1<<40) {
+		return fmt.Errorf("max-inflight-context-bytes: %d is outside 1048576..1099511627776, or 0 for the default", c.MaxInflightContextBytes)
+	}
 	if c.MaxInflightBodyWait < 0 || c.MaxInflightBodyWait > time.Minute {
 		return fmt.Errorf("max-inflight-body-wait: %s is outside 0..1m", c.MaxInflightBodyWait)
 	}
@@ -635,6 +652,24 @@ func (c *Config) InflightBodyBytes() int64 {
 		limit = 256 << 20 // no soft limit set: size for kurad's default one
 	}
 	return max(limit/8, 2*c.MaxBodyBytes)
+}
+
+// InflightContextBytes is the budget of context items in flight:
+// MaxInflightContextBytes, else a sixteenth of the Go soft memory limit
+// (16 MiB under kurad's default 256 MiB), and never less than the largest
+// budget_bytes a request may ask (admission.MaxBudgetBytes). A compile
+// holds its items five or six times over at its peak (the items, their
+// JSON for the digest, its canonical form, the answer), so a sixteenth
+// keeps what compiles hold to about a third of the limit.
+func (c *Config) InflightContextBytes() int64 {
+	if c.MaxInflightContextBytes > 0 {
+		return c.MaxInflightContextBytes
+	}
+	limit := debug.SetMemoryLimit(-1)
+	if limit <= 0 || limit == math.MaxInt64 {
+		limit = 256 << 20 // no soft limit set: size for kurad's default one
+	}
+	return max(limit/16, admission.MaxBudgetBytes)
 }
 
 // RetiredPublicKeys parses RetiredKeys.

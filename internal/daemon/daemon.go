@@ -263,10 +263,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		RateBurst:     cfg.RateBurst,
 		BackupDir:     backupDir,
 
-		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
-		MaxInflightBodyWait:  cfg.MaxInflightBodyWait,
-		MCP:                  mcpHandler,
-		Log:                  logService(m.log),
+		MaxInflightBodyBytes:    cfg.InflightBodyBytes(),
+		MaxInflightBodyWait:     cfg.MaxInflightBodyWait,
+		MaxInflightContextBytes: cfg.InflightContextBytes(),
+		MCP:                     mcpHandler,
+		Log:                     logService(m.log),
 	}, m.store, m.bus)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

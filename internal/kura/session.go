@@ -130,8 +130,11 @@ type MemoryRequest struct {
 	Query       string `json:"query"`
 	BudgetBytes int    `json:"budget_bytes"`
 	// MaxPerBucket keeps the first N items of each bucket (only use_now
-	// is packed): nil is no limit, 0 keeps none.
+	// is packed): nil is the default (1000), 0 keeps none.
 	MaxPerBucket *int `json:"max_per_bucket,omitempty"`
+	// MaxTrace lists the first N nodes in the stored bundle's trace: nil
+	// is the default (100,000), 0 lists none.
+	MaxTrace *int `json:"max_trace,omitempty"`
 }
 
 // TurnClaim claims a turn for a worker.

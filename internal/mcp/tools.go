@@ -234,8 +234,9 @@ type (
 	}
 	memoryRequest struct {
 		Query        string `json:"query,omitempty" jsonschema:"words to rank the scope's memory by"`
-		BudgetBytes  int    `json:"budget_bytes,omitempty" jsonschema:"byte budget of the packed memory"`
-		MaxPerBucket *int   `json:"max_per_bucket,omitempty" jsonschema:"keep at most this many items per bucket (0 keeps none; omitted: no limit)"`
+		BudgetBytes  int    `json:"budget_bytes,omitempty" jsonschema:"byte budget of the packed memory (at most 16777216; omitted: 1 MiB)"`
+		MaxPerBucket *int   `json:"max_per_bucket,omitempty" jsonschema:"keep at most this many items per bucket (0 keeps none; omitted: 1000)"`
+		MaxTrace     *int   `json:"max_trace,omitempty" jsonschema:"list at most this many nodes in the stored bundle's trace (0 lists none; omitted: 100000)"`
 	}
 	turnOpenArgs struct {
 		SessionID       string         `json:"session_id" jsonschema:"the session to open a turn in (one open turn per session)"`
@@ -301,11 +302,12 @@ type (
 	contextCompileArgs struct {
 		Scope        string   `json:"scope" jsonschema:"the memory scope to compile"`
 		Query        string   `json:"query,omitempty" jsonschema:"what the agent is about to do; ranks memory by it"`
-		BudgetBytes  int      `json:"budget_bytes,omitempty" jsonschema:"byte budget of the bundle's items (budget is accepted as its alias)"`
+		BudgetBytes  int      `json:"budget_bytes,omitempty" jsonschema:"byte budget of the bundle's items, at most 16777216 (budget is accepted as its alias; omitted: 1 MiB)"`
 		Budget       int      `json:"budget,omitempty" jsonschema:"alias of budget_bytes"`
 		TargetFiles  []string `json:"target_files,omitempty" jsonschema:"rank memory about these files first"`
 		Kinds        []string `json:"kinds,omitempty" enum:"node_kind" jsonschema:"only these node kinds"`
-		MaxPerBucket *int     `json:"max_per_bucket,omitempty" jsonschema:"keep at most this many items per bucket (0 keeps none; omitted: no limit)"`
+		MaxPerBucket *int     `json:"max_per_bucket,omitempty" jsonschema:"keep at most this many items per bucket (0 keeps none; omitted: 1000)"`
+		MaxTrace     *int     `json:"max_trace,omitempty" jsonschema:"list at most this many nodes in the trace, the first of the order (0 lists none; omitted: 100000; the rest count in trace_omitted)"`
 		AsOf         string   `json:"as_of,omitempty" jsonschema:"RFC 3339 time: compile the memory as it was then"`
 		Redact       *bool    `json:"redact,omitempty" jsonschema:"replace secret-like strings by [REDACTED] (default true)"`
 		IdemKey      string   `json:"idempotency_key,omitempty" jsonschema:"a retry with the same key returns the first answer and writes nothing"`

@@ -27,54 +27,90 @@ type Doc [][]string
 // holding no phrase scores 0. It exists for ranking what the index does
 // not hold (memory as of a past time) the way the index ranks the rest.
 func BM25(docs []Doc, phrases [][]string, weights []float64) []float64 {
-	scores := make([]float64, len(docs))
-	if len(docs) == 0 || len(phrases) == 0 {
-		return scores
-	}
-	lens := make([]float64, len(docs))
-	total := 0.0
+	stats := make([]DocStats, len(docs))
 	for i, d := range docs {
-		for _, col := range d {
-			lens[i] += float64(len(col))
-		}
-		total += lens[i]
+		stats[i] = Stats(d, phrases, weights)
 	}
-	avgdl := total / float64(len(docs))
-	n := float64(len(docs))
-	freq := make([][]float64, len(phrases)) // weighted frequency per phrase per doc
+	return BM25Stats(stats, len(phrases))
+}
+
+// DocStats is what BM25 needs of one document: its length in tokens and
+// the phrases it holds. A caller that reads documents one at a time keeps
+// these and lets the text go (memory as of a past time: every node of a
+// scope, each up to 16 KiB of summary).
+type DocStats struct {
+	Len  float64
+	Hits []Hit // the phrases the document holds, in phrase order
+}
+
+// Hit is a phrase a document holds and its frequency there, each
+// occurrence weighted by its column's weight.
+type Hit struct {
+	Phrase int
+	Freq   float64
+}
+
+// Stats reads one document for BM25.
+func Stats(d Doc, phrases [][]string, weights []float64) DocStats {
+	var st DocStats
+	for _, col := range d {
+		st.Len += float64(len(col))
+	}
 	for p, ph := range phrases {
-		freq[p] = make([]float64, len(docs))
 		if len(ph) == 0 {
 			continue
 		}
-		holding := 0.0
-		for i, d := range docs {
-			found := false
-			for c, col := range d {
-				k := count(col, ph)
-				if k > 0 {
-					found = true
-					if c < len(weights) {
-						freq[p][i] += weights[c] * float64(k)
-					}
+		found, f := false, 0.0
+		for c, col := range d {
+			k := count(col, ph)
+			if k > 0 {
+				found = true
+				if c < len(weights) {
+					f += weights[c] * float64(k)
 				}
 			}
-			if found {
-				holding++
-			}
 		}
-		idf := math.Log((n - holding + 0.5) / (holding + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
+		if found {
+			st.Hits = append(st.Hits, Hit{p, f})
 		}
-		for i := range docs {
-			f := freq[p][i]
+	}
+	return st
+}
+
+// BM25Stats scores documents from their Stats for phrases phrases: BM25,
+// with the same arithmetic in the same order, so the scores agree to the
+// last bit.
+func BM25Stats(docs []DocStats, phrases int) []float64 {
+	scores := make([]float64, len(docs))
+	if len(docs) == 0 || phrases == 0 {
+		return scores
+	}
+	total := 0.0
+	holding := make([]float64, phrases)
+	for _, d := range docs {
+		total += d.Len
+		for _, h := range d.Hits {
+			holding[h.Phrase]++
+		}
+	}
+	avgdl := total / float64(len(docs))
+	n := float64(len(docs))
+	idf := make([]float64, phrases)
+	for p := range idf {
+		idf[p] = math.Log((n - holding[p] + 0.5) / (holding[p] + 0.5))
+		if idf[p] <= 0 {
+			idf[p] = 1e-6
+		}
+	}
+	for i, d := range docs {
+		for _, h := range d.Hits {
+			f := h.Freq
 			if f == 0 {
 				continue
 			}
 			// Evaluated in the order FTS5 evaluates it, so the scores
 			// agree to the last bit and ties stay ties.
-			scores[i] += idf * ((f * (BM25K1 + 1.0)) / (f + BM25K1*(1-BM25B+BM25B*lens[i]/avgdl)))
+			scores[i] += idf[h.Phrase] * ((f * (BM25K1 + 1.0)) / (f + BM25K1*(1-BM25B+BM25B*d.Len/avgdl)))
 		}
 	}
 	return scores

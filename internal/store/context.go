@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,26 +17,11 @@ import (
 	"github.com/kura-memory/kura/internal/kura"
 )
 
-// Bounds of a compile request.
-const (
-	MaxBudgetBytes  = 16 << 20
-	MaxPerBucketCap = 100000
-)
-
-// validMaxPerBucket checks a max_per_bucket: absent (no limit), or 0 (keep
-// none) to MaxPerBucketCap.
-func validMaxPerBucket(field string, m *int) error {
-	if m != nil && (*m < 0 || *m > MaxPerBucketCap) {
-		return kura.Invalid(field, "max_per_bucket must be 0 (keep none) to %d; leave it out for no limit", MaxPerBucketCap)
-	}
-	return nil
-}
-
 // validateCompile checks a request and returns its as_of (now when absent)
 // and whether it was asked for.
 func (db *DB) validateCompile(req *admission.Request) (string, bool, error) {
-	if len(req.Query) > 1024 {
-		return "", false, kura.Invalid("query", "query is longer than 1024 bytes")
+	if len(req.Query) > admission.MaxQueryBytes {
+		return "", false, kura.Invalid("query", "query is longer than %d bytes", admission.MaxQueryBytes)
 	}
 	if len(req.TargetFiles) > kura.MaxTargetFiles {
 		return "", false, kura.Invalid("target_files", "at most %d target files", kura.MaxTargetFiles)
@@ -47,11 +31,8 @@ func (db *DB) validateCompile(req *admission.Request) (string, bool, error) {
 			return "", false, kura.Invalid("kinds", "unknown node kind %q", k).WithDetail("allowed", db.nodeKinds())
 		}
 	}
-	if err := validMaxPerBucket("max_per_bucket", req.MaxPerBucket); err != nil {
+	if err := req.Check(""); err != nil {
 		return "", false, err
-	}
-	if req.BudgetBytes < 0 || req.BudgetBytes > MaxBudgetBytes {
-		return "", false, kura.Invalid("budget_bytes", "budget_bytes must be 0 (no limit) to %d", MaxBudgetBytes)
 	}
 	if req.AsOf == "" {
 		return kura.FormatTime(db.now()), false, nil
@@ -61,130 +42,6 @@ func (db *DB) validateCompile(req *admission.Request) (string, bool, error) {
 		return "", false, kura.Invalid("as_of", "as_of must be an RFC 3339 time")
 	}
 	return kura.FormatTime(t), true, nil
-}
-
-// scopeMemory reads a scope's nodes (of kinds, or all) and relations as they
-// were at asOf, from one snapshot. current reads the nodes table itself
-// (no version lookups) when asOf is now.
-func scopeMemory(ctx context.Context, q queryer, scope, asOf string, current, withText bool, kinds []string) ([]kura.Node, []kura.Relation, error) {
-	var sid int64
-	err := q.QueryRowContext(ctx, "SELECT sid FROM scopes WHERE name = ?", scope).Scan(&sid)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	kindSQL, args := "", []any{sid}
-	if len(kinds) > 0 {
-		kindSQL = " AND n.kind IN (?" + strings.Repeat(",?", len(kinds)-1) + ")"
-		for _, k := range kinds {
-			args = append(args, k)
-		}
-	}
-	// The node structs are large: size the slice once rather than grow it
-	// (growing was a fifth of the read in a 10,000-node scope).
-	var count int
-	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM nodes n WHERE n.sid = ?"+kindSQL, args...).Scan(&count); err != nil {
-		return nil, nil, err
-	}
-	nodes := make([]kura.Node, 0, count)
-	if current {
-		// Only what admission reads: a compile reads every node of the
-		// scope, and the lineage and unused JSON columns would be most of
-		// the decoding. Target files (which explain a compile asked about
-		// files) come only with a query or target files; the search index
-		// ranks a query, so no other text is read.
-		cols := "n.kind, n.id, n.title, n.summary, n.lifecycle, n.authority, n.confidence, n.payload_ref, n.updated_at"
-		if withText {
-			cols += ", n.target_files"
-		}
-		rows, err := q.QueryContext(ctx, "SELECT "+cols+" FROM nodes n WHERE n.sid = ?"+kindSQL, args...)
-		if err != nil {
-			return nil, nil, err
-		}
-		for rows.Next() {
-			var n kura.Node
-			var payload sql.NullString
-			var files string
-			dst := []any{&n.Kind, &n.ID, &n.Title, &n.Summary, &n.Lifecycle, &n.Authority, &n.Confidence, &payload, &n.UpdatedAt}
-			if withText {
-				dst = append(dst, &files)
-			}
-			if err := rows.Scan(dst...); err != nil {
-				rows.Close()
-				return nil, nil, err
-			}
-			n.Ref, n.Scope = n.Kind+":"+n.ID, scope
-			if payload.Valid {
-				n.PayloadRef = &payload.String
-			}
-			if withText && files != "[]" { // "[]", the usual case, holds nothing to decode
-				if err := json.Unmarshal([]byte(files), &n.TargetFiles); err != nil {
-					rows.Close()
-					return nil, nil, fmt.Errorf("node %s: target_files: %w", n.Ref, err)
-				}
-			}
-			nodes = append(nodes, n)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		// The version current at asOf: the newest whose valid_from is not
-		// after it. Nodes created later have none and drop out.
-		rows, err := q.QueryContext(ctx, `SELECT (SELECT v.body FROM node_versions v WHERE v.nid = n.nid AND v.valid_from <= ?
-			ORDER BY v.version DESC LIMIT 1) AS body FROM nodes n WHERE n.sid = ?`+kindSQL+` AND n.created_at <= ?`,
-			append(append([]any{asOf}, args...), asOf)...)
-		if err != nil {
-			return nil, nil, err
-		}
-		for rows.Next() {
-			var body sql.NullString
-			if err := rows.Scan(&body); err != nil {
-				rows.Close()
-				return nil, nil, err
-			}
-			if !body.Valid {
-				continue
-			}
-			var n kura.Node
-			if err := json.Unmarshal([]byte(body.String), &n); err != nil {
-				rows.Close()
-				return nil, nil, fmt.Errorf("node version: %w", err)
-			}
-			nodes = append(nodes, n)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, nil, err
-		}
-	}
-	// Only relations that can decide are read (admission.DecidingRelations).
-	deciding, minConf := admission.DecidingRelations()
-	relArgs := []any{sid, asOf, minConf}
-	for _, k := range deciding {
-		relArgs = append(relArgs, k)
-	}
-	rows, err := q.QueryContext(ctx, `SELECT r.id, r.kind, f.kind || ':' || f.id, t.kind || ':' || t.id, r.confidence, r.created_at
-		FROM relations r JOIN nodes f ON f.nid = r.from_nid JOIN nodes t ON t.nid = r.to_nid
-		WHERE r.sid = ? AND r.created_at <= ? AND r.confidence >= ?
-		AND r.kind IN (?`+strings.Repeat(",?", len(deciding)-1)+`)`, relArgs...)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	var rels []kura.Relation
-	for rows.Next() {
-		var r kura.Relation
-		if err := rows.Scan(&r.ID, &r.Kind, &r.From, &r.To, &r.Confidence, &r.CreatedAt); err != nil {
-			return nil, nil, err
-		}
-		r.Scope = scope
-		rels = append(rels, r)
-	}
-	return nodes, rels, rows.Err()
 }
 
 // compile builds a bundle (without an id) from one read snapshot.
@@ -201,25 +58,33 @@ func (db *DB) compile(ctx context.Context, scope string, req *admission.Request)
 	now := db.now()
 	var sc *admission.Scope
 	var rank admission.Ranking
+	var texts admission.Texts
 	if asked {
 		withText := req.Query != "" || len(req.TargetFiles) > 0
-		nodes, rels, err := scopeMemory(ctx, rtx, scope, asOf, false, withText, req.Kinds)
+		// The index holds today's text: memory as it was is ranked the same
+		// way, over its own text, read one node at a time.
+		ranker := newPastRanker(req.Query)
+		read, err := scopeMemory(ctx, rtx, scope, asOf, false, withText, req.Kinds, ranker)
 		if err != nil {
 			return nil, mapErr(err)
 		}
-		// The index holds today's text: memory as it was is ranked the same
-		// way, over its own text.
-		rank = rankPast(nodes, req.Query)
-		sc = admission.Prepare(nodes, rels)
+		rank = ranker.ranking()
+		sc = admission.Prepare(read.nodes, read.rels)
+		texts = summaries(ctx, rtx, db.pg != nil, read.nids, asOf, true)
 	} else {
-		if sc, err = db.currentScope(ctx, rtx, scope, asOf); err != nil {
+		var nids map[string]int64
+		if sc, nids, err = db.currentScope(ctx, rtx, scope, asOf); err != nil {
 			return nil, mapErr(err)
 		}
 		if rank, err = compileRanking(ctx, rtx, db.pg != nil, scope, req.Query); err != nil {
 			return nil, mapErr(err)
 		}
+		texts = summaries(ctx, rtx, db.pg != nil, nids, "", false)
 	}
-	res := sc.Compile(req, rank)
+	res, err := sc.Compile(req, rank, texts)
+	if err != nil {
+		return nil, mapErr(err)
+	}
 	if asked {
 		t, _ := kura.ParseTime(asOf)
 		if age := now.Sub(t); age > 0 {
@@ -234,12 +99,10 @@ func (db *DB) compile(ctx context.Context, scope string, req *admission.Request)
 }
 
 // PreviewContext compiles without writing anything: no bundle, no event.
-func (db *DB) PreviewContext(ctx context.Context, scope string, req *admission.Request) (json.RawMessage, error) {
-	b, err := db.compile(ctx, scope, req)
-	if err != nil {
-		return nil, err
-	}
-	return admission.Encode(b)
+// The bundle's trace is written from the compile's order as the caller
+// encodes it (admission.WriteBundle), so a preview holds no copy of it.
+func (db *DB) PreviewContext(ctx context.Context, scope string, req *admission.Request) (*admission.Bundle, error) {
+	return db.compile(ctx, scope, req)
 }
 
 const (
@@ -258,8 +121,13 @@ func (db *DB) CompileContext(ctx context.Context, scope string, req *admission.R
 	if err != nil {
 		return nil, err
 	}
+	stored, err := db.packBundle(body)
+	if err != nil {
+		return nil, err
+	}
+	b.Result = admission.Result{} // the items are in body now: not held while the write waits
 	err = db.write(ctx, opts, func(tx *Tx) error {
-		if err := tx.storeBundle(b, body); err != nil {
+		if err := tx.storeBundle(b, stored); err != nil {
 			return err
 		}
 		return tx.KeepAnswer(false, json.RawMessage(body))
@@ -270,14 +138,17 @@ func (db *DB) CompileContext(ctx context.Context, scope string, req *admission.R
 	return body, nil
 }
 
-func (tx *Tx) storeBundle(b *admission.Bundle, body []byte) error {
-	stored, err := packBundle(body)
+// encodeBundle is a bundle as context_bundles keeps it.
+func (db *DB) encodeBundle(b *admission.Bundle) (any, error) {
+	body, err := admission.Encode(b)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if s, ok := stored.(string); ok && tx.db.pg != nil {
-		stored = []byte(s) // PostgreSQL keeps both forms in one BYTEA column
-	}
+	return db.packBundle(body)
+}
+
+// storeBundle keeps b, stored as packBundle made it, and its event.
+func (tx *Tx) storeBundle(b *admission.Bundle, stored any) error {
 	if _, err := tx.Exec(qInsertBundle, b.BundleID, b.Scope, b.Digest, b.AsOf, stored, tx.NowString()); err != nil {
 		return err
 	}
@@ -292,9 +163,13 @@ func (tx *Tx) storeBundle(b *admission.Bundle, body []byte) error {
 const packThreshold = 64 << 10
 
 // packBundle returns what context_bundles.body keeps for a compile's
-// answer: the JSON as text, or a gzip stream as a blob.
-func packBundle(body []byte) (any, error) {
+// answer: the JSON as text, or a gzip stream as a blob. It runs before
+// the write, so that the writer only stores it.
+func (db *DB) packBundle(body []byte) (any, error) {
 	if len(body) < packThreshold {
+		if db.pg != nil {
+			return body, nil // PostgreSQL keeps both forms in one BYTEA column
+		}
 		return string(body), nil
 	}
 	var buf bytes.Buffer

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/kura-memory/kura/internal/admission"
 	"github.com/kura-memory/kura/internal/kura"
+	"golang.org/x/sync/singleflight"
 )
 
 // A context compile decides every node of its scope, so it reads the
@@ -20,26 +22,56 @@ import (
 // transaction). A compile uses the copy only when its own snapshot sees
 // the same generation; otherwise it reads the scope and keeps that read.
 // Compiles as of a past time read node versions and never use the copy.
+// Compiles that miss the copy at once share one read (reading): each read
+// of a scope of large nodes walks every row's pages, and four at once
+// held four scopes' worth of them.
 
-// scopeCacheMaxNodes bounds the nodes kept for all scopes together (a
-// node costs a few hundred bytes); the least recently used scope goes
-// first.
-const scopeCacheMaxNodes = 250_000
+// scopeCacheMaxBytes bounds what the copies of all scopes together hold
+// (snapBytes: a node without its summary costs some 500 bytes, more with
+// long titles or many target files); the least recently used scope goes
+// first. A scope larger than the bound is read by every compile.
+const scopeCacheMaxBytes = 96 << 20
 
 type scopeSnap struct {
 	gen      int64
 	prepared *admission.Scope // read-only: compiles share it
 	nodes    []kura.Node      // the prepared scope's nodes
 	rels     []kura.Relation
+	nids     map[string]int64
+	bytes    int
 	used     uint64
 }
 
+// snapBytes estimates what a scope's copy holds: per node its struct, its
+// strings, its decision and its entry in nids; per relation its struct
+// and strings.
+func snapBytes(nodes []kura.Node, rels []kura.Relation) int {
+	n := 0
+	for i := range nodes {
+		nd := &nodes[i]
+		n += 296 + 64 + 100 + 2*len(nd.Ref) + len(nd.Kind) + len(nd.ID) + len(nd.Title) + len(nd.Lifecycle) +
+			len(nd.Authority) + len(nd.UpdatedAt)
+		if nd.PayloadRef != nil {
+			n += 16 + len(*nd.PayloadRef)
+		}
+		for _, f := range nd.TargetFiles {
+			n += 16 + len(f)
+		}
+	}
+	for i := range rels {
+		r := &rels[i]
+		n += 160 + len(r.ID) + len(r.Kind) + len(r.From) + len(r.To) + len(r.CreatedAt)
+	}
+	return n
+}
+
 type scopeCache struct {
-	mu    sync.Mutex
-	m     map[int64]*scopeSnap
-	nodes int
-	clock uint64
-	hits  int64
+	reading singleflight.Group // by sid and gen
+	mu      sync.Mutex
+	m       map[int64]*scopeSnap
+	bytes   int
+	clock   uint64
+	hits    int64
 }
 
 func (c *scopeCache) get(sid, gen int64) *scopeSnap {
@@ -65,13 +97,13 @@ func (c *scopeCache) put(sid int64, s *scopeSnap) {
 		if old.gen > s.gen {
 			return // a newer read is already kept
 		}
-		c.nodes -= len(old.nodes)
+		c.bytes -= old.bytes
 		delete(c.m, sid)
 	}
-	if len(s.nodes) > scopeCacheMaxNodes {
+	if s.bytes > scopeCacheMaxBytes {
 		return
 	}
-	for c.nodes+len(s.nodes) > scopeCacheMaxNodes {
+	for c.bytes+s.bytes > scopeCacheMaxBytes {
 		var lru int64
 		var oldest *scopeSnap
 		for id, o := range c.m {
@@ -79,40 +111,56 @@ func (c *scopeCache) put(sid int64, s *scopeSnap) {
 				lru, oldest = id, o
 			}
 		}
-		c.nodes -= len(oldest.nodes)
+		c.bytes -= oldest.bytes
 		delete(c.m, lru)
 	}
 	c.clock++
 	s.used = c.clock
 	c.m[sid] = s
-	c.nodes += len(s.nodes)
+	c.bytes += s.bytes
 }
 
 // currentScope returns scope as it is in the snapshot of rtx (every node,
-// with the target files a compile explains; the search index ranks a
-// query, so no other text is kept; and the deciding relations),
-// prepared for compiles, from the copy of the snapshot's generation when
-// there is one. Relations created after asOf are left out, as
-// scopeMemory leaves them. nil: the scope holds nothing.
-func (db *DB) currentScope(ctx context.Context, rtx *sql.Tx, scope, asOf string) (*admission.Scope, error) {
+// without its summary, with the target files a compile explains; the
+// search index ranks a query, so no other text is kept; and the deciding
+// relations), prepared for compiles, and each node's nid (to read the
+// summaries of the items a bundle keeps), from the copy of the snapshot's
+// generation when there is one. Relations created after asOf are left
+// out, as scopeMemory leaves them.
+func (db *DB) currentScope(ctx context.Context, rtx *sql.Tx, scope, asOf string) (*admission.Scope, map[string]int64, error) {
 	var sid, gen int64
 	err := rtx.QueryRowContext(ctx, "SELECT sid, gen FROM scopes WHERE name = ?", scope).Scan(&sid, &gen)
 	if errors.Is(err, sql.ErrNoRows) {
-		return admission.Prepare(nil, nil), nil
+		return admission.Prepare(nil, nil), nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := db.scopes.get(sid, gen)
 	if s == nil {
-		// Every relation that may decide, whatever its time: the filter by
-		// asOf below is per compile.
-		nodes, rels, err := scopeMemory(ctx, rtx, scope, "9999", true, true, nil)
-		if err != nil {
-			return nil, err
+		read := func() (any, error) {
+			// Every relation that may decide, whatever its time: the
+			// filter by asOf below is per compile.
+			read, err := scopeMemory(ctx, rtx, scope, "9999", true, true, nil, nil)
+			if err != nil {
+				return nil, err
+			}
+			s := &scopeSnap{gen: gen, prepared: admission.Prepare(read.nodes, read.rels), nodes: read.nodes, rels: read.rels,
+				nids: read.nids, bytes: snapBytes(read.nodes, read.rels)}
+			db.scopes.put(sid, s)
+			return s, nil
 		}
-		s = &scopeSnap{gen: gen, prepared: admission.Prepare(nodes, rels), nodes: nodes, rels: rels}
-		db.scopes.put(sid, s)
+		// Another compile's read of the same generation is this
+		// snapshot's scope too; if it failed for its own reasons (its
+		// client went away), this compile reads on its own.
+		v, err, _ := db.scopes.reading.Do(strconv.FormatInt(sid, 10)+"/"+strconv.FormatInt(gen, 10), read)
+		if err != nil && ctx.Err() == nil {
+			v, err = read()
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		s = v.(*scopeSnap)
 	}
 	for i := range s.rels {
 		if s.rels[i].CreatedAt > asOf {
@@ -124,8 +172,8 @@ func (db *DB) currentScope(ctx context.Context, rtx *sql.Tx, scope, asOf string)
 					rels = append(rels, r)
 				}
 			}
-			return admission.Prepare(slices.Clone(s.nodes), rels), nil
+			return admission.Prepare(slices.Clone(s.nodes), rels), s.nids, nil
 		}
 	}
-	return s.prepared, nil
+	return s.prepared, s.nids, nil
 }

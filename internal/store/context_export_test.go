@@ -4,7 +4,7 @@ package store
 // its scope afresh.
 func (db *DB) ResetScopeCache() {
 	db.scopes.mu.Lock()
-	db.scopes.m, db.scopes.nodes = nil, 0
+	db.scopes.m, db.scopes.bytes = nil, 0
 	db.scopes.mu.Unlock()
 }
 

@@ -22,6 +22,15 @@ func openWithClock(tb testing.TB, c *clock) *store.DB {
 	return openAt(tb, sqlitetest.File(tb), nil, c)
 }
 
+// previewJSON is a preview's answer as the API writes it.
+func previewJSON(ctx context.Context, db *store.DB, scope string, req *admission.Request) (json.RawMessage, error) {
+	b, err := db.PreviewContext(ctx, scope, req)
+	if err != nil {
+		return nil, err
+	}
+	return admission.Encode(b)
+}
+
 type bundle struct {
 	BundleID string                     `json:"bundle_id"`
 	Digest   string                     `json:"digest"`
@@ -66,7 +75,7 @@ func TestContext_PreviewWritesNothingCompileWritesOneBundle(t *testing.T) {
 	mustNode(t, db, "s", kura.NodeInput{Kind: "fact", ID: "f1", Summary: ptr("token=abc"), Lifecycle: ptr("active"), Authority: ptr("trusted")})
 	mustNode(t, db, "s", kura.NodeInput{Kind: "belief", ID: "b1", Summary: ptr("maybe")})
 	before, seq := rowCounts(t, db), db.LastEventSeq()
-	prev, err := db.PreviewContext(ctx, "s", &admission.Request{Query: "maybe"})
+	prev, err := previewJSON(ctx, db, "s", &admission.Request{Query: "maybe"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +142,7 @@ func TestContext_AsOfYesterday(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	now, _ := db.PreviewContext(ctx, "s", &admission.Request{})
+	now, _ := previewJSON(ctx, db, "s", &admission.Request{})
 	var today bundle
 	json.Unmarshal(now, &today)
 	if got := refsIn(t, today.Buckets["use_now"]); strings.Join(got, ",") != "fact:f3" {
@@ -142,7 +151,7 @@ func TestContext_AsOfYesterday(t *testing.T) {
 	if len(today.Warnings) != 0 {
 		t.Errorf("today warnings %v", today.Warnings)
 	}
-	old, err := db.PreviewContext(ctx, "s", &admission.Request{AsOf: yesterday})
+	old, err := previewJSON(ctx, db, "s", &admission.Request{AsOf: yesterday})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +260,7 @@ func TestContext_KeptScopeReadFollowsEveryChange(t *testing.T) {
 	req := func() *admission.Request { return &admission.Request{Query: "deploy"} }
 	preview := func() string {
 		t.Helper()
-		b, err := db.PreviewContext(ctx, "s", req())
+		b, err := previewJSON(ctx, db, "s", req())
 		if err != nil {
 			t.Fatal(err)
 		}

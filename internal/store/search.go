@@ -261,15 +261,81 @@ func compileRanking(ctx context.Context, q queryer, pg bool, scope, query string
 	if err != nil || len(hits) == 0 {
 		return out, err
 	}
-	nodes, err := hitNodes(ctx, q, pg, scope, hits)
-	if err != nil {
-		return nil, err
+	// The reasons need each match's text: read a few hundred nodes at a
+	// time, so that a query matching a whole scope of long summaries
+	// never holds all of them, and only the columns the text is made of.
+	sqlq := "SELECT " + rankTextCols + " FROM json_each(?) j CROSS JOIN nodes n ON n.nid = j.value"
+	if pg {
+		sqlq = "SELECT " + rankTextCols + " FROM nodes n WHERE n.nid = ANY(CAST(CAST(? AS TEXT) AS BIGINT[]))"
 	}
-	for i, n := range nodes {
-		text := textOf(&n.Node)
-		out[n.Ref] = admission.Match{Score: hits[i].score, Why: explain(&text, words)}
+	for len(hits) > 0 {
+		chunk := hits[:min(len(hits), rankTextBatch)]
+		hits = hits[len(chunk):]
+		keys := nidList(chunk)
+		if pg {
+			keys = nidArray(chunk)
+		}
+		score := make(map[int64]float64, len(chunk))
+		for _, h := range chunk {
+			score[h.nid] = h.score
+		}
+		rows, err := q.QueryContext(ctx, sqlq, keys)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			nid, n, err := scanRankText(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			text := textOf(n)
+			out[n.Ref] = admission.Match{Score: score[nid], Why: explain(&text, words)}
+			delete(score, nid)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if len(score) > 0 {
+			// Nodes are never deleted: a hit without its node is damage.
+			return nil, fmt.Errorf("search hit: %d nodes are missing", len(score))
+		}
 	}
 	return out, nil
+}
+
+// rankTextBatch is how many matches' texts a compile reads at once: 256
+// nodes of at most 16 KiB of summary and 16 KiB of metadata.
+const rankTextBatch = 256
+
+// rankTextCols are the columns of a node textOf reads, after its nid.
+const rankTextCols = "n.nid, n.kind, n.id, n.title, n.summary, n.target_files, n.payload_ref, n.owner, n.metadata"
+
+// scanRankText scans a row of rankTextCols into a node that holds just
+// them.
+func scanRankText(rows *sql.Rows) (int64, *kura.Node, error) {
+	var n kura.Node
+	var nid int64
+	var files, meta string
+	var payload, owner sql.NullString
+	if err := rows.Scan(&nid, &n.Kind, &n.ID, &n.Title, &n.Summary, &files, &payload, &owner, &meta); err != nil {
+		return 0, nil, err
+	}
+	n.Ref = n.Kind + ":" + n.ID
+	if payload.Valid {
+		n.PayloadRef = &payload.String
+	}
+	if owner.Valid {
+		n.Owner = &owner.String
+	}
+	if files != "[]" {
+		if err := json.Unmarshal([]byte(files), &n.TargetFiles); err != nil {
+			return 0, nil, fmt.Errorf("node %s: target_files: %w", n.Ref, err)
+		}
+	}
+	n.Metadata = json.RawMessage(meta)
+	return nid, &n, nil
 }
 
 // hitNodes reads the nodes of hits, in the hits' order. On PostgreSQL the
@@ -317,34 +383,58 @@ func scanNodes(rows *sql.Rows, err error, scope string) ([]*nodeRow, error) {
 	return out, rows.Err()
 }
 
-// rankPast ranks nodes as they were at some past instant for query, the
-// way the index ranks today's nodes (the same tokens, weights and bm25),
-// over their own text: the index holds only the current text. Its
+// pastRanker ranks nodes as they were at some past instant for a query,
+// the way the index ranks today's nodes (the same tokens, weights and
+// bm25), over their own text: the index holds only the current text. Its
 // statistics (how rare a word is, how long a node) are those of these
-// nodes.
-func rankPast(nodes []kura.Node, query string) admission.Ranking {
+// nodes. It reads the nodes one at a time and keeps only what BM25 needs
+// of each and the reasons of those that match, so that a compile as of a
+// past time does not hold the text of every node of its scope.
+type pastRanker struct {
+	words   []string
+	phrases [][]string
+	refs    []string
+	stats   []recall.DocStats
+	why     map[int][]kura.SearchReason
+}
+
+// newPastRanker is nil for a query without words: nothing is ranked.
+func newPastRanker(query string) *pastRanker {
 	words := queryWords(query)
 	if len(words) == 0 {
 		return nil
 	}
-	phrases := make([][]string, len(words))
+	p := &pastRanker{words: words, phrases: make([][]string, len(words)), why: map[int][]kura.SearchReason{}}
 	for i, w := range words {
-		phrases[i] = recall.Phrase(w)
+		p.phrases[i] = recall.Phrase(w)
 	}
-	texts := make([]nodeFields, len(nodes))
-	docs := make([]recall.Doc, len(nodes))
-	for i := range nodes {
-		texts[i] = textOf(&nodes[i])
-		docs[i] = make(recall.Doc, len(ftsColumns))
-		for c, t := range texts[i] {
-			docs[i][c] = recall.Tokens(t)
-		}
+	return p
+}
+
+// add reads one node's text.
+func (p *pastRanker) add(n *kura.Node) {
+	text := textOf(n)
+	doc := make(recall.Doc, len(ftsColumns))
+	for c, t := range text {
+		doc[c] = recall.Tokens(t)
 	}
-	scores := recall.BM25(docs, phrases, ftsWeights)
+	st := recall.Stats(doc, p.phrases, ftsWeights)
+	if len(st.Hits) > 0 {
+		p.why[len(p.refs)] = explain(&text, p.words)
+	}
+	p.refs = append(p.refs, n.Ref)
+	p.stats = append(p.stats, st)
+}
+
+// ranking is the ranking of the nodes added.
+func (p *pastRanker) ranking() admission.Ranking {
+	if p == nil {
+		return nil
+	}
 	out := admission.Ranking{}
-	for i, s := range scores {
+	for i, s := range recall.BM25Stats(p.stats, len(p.phrases)) {
 		if s > 0 {
-			out[nodes[i].Ref] = admission.Match{Score: s, Why: explain(&texts[i], words)}
+			out[p.refs[i]] = admission.Match{Score: s, Why: p.why[i]}
 		}
 	}
 	return out

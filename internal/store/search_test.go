@@ -558,7 +558,7 @@ func TestSearch_CompileOrdersByRanking(t *testing.T) {
 	fill(t, db, "s", 8)
 	c.set(c.now().Add(time.Hour))
 	req := &admission.Request{Query: "retries"}
-	body, err := db.PreviewContext(ctx, "s", req)
+	body, err := previewJSON(ctx, db, "s", req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +588,7 @@ func TestSearch_CompileOrdersByRanking(t *testing.T) {
 	if !slices.Equal(trace[:3], []string{"fact:cand", "fact:title", "fact:sum"}) {
 		t.Errorf("trace: got %v", trace[:3])
 	}
-	past, err := db.PreviewContext(ctx, "s", &admission.Request{Query: "retries", AsOf: kura.FormatTime(c.now())})
+	past, err := previewJSON(ctx, db, "s", &admission.Request{Query: "retries", AsOf: kura.FormatTime(c.now())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +609,7 @@ func TestSearch_CompileOrdersByRanking(t *testing.T) {
 	if got := searchRefs(t, db, "s", kura.SearchQuery{Q: "retries"}); !slices.Equal(got, []string{"fact:title", "fact:sum"}) {
 		t.Errorf("search after the retitle: got %v", got)
 	}
-	past, err = db.PreviewContext(ctx, "s", &admission.Request{Query: "retries", AsOf: before})
+	past, err = previewJSON(ctx, db, "s", &admission.Request{Query: "retries", AsOf: before})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -234,11 +234,18 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 	// Memory is compiled from a read snapshot before the write: a compile
 	// over a large scope must not hold the writer.
 	var bundle *admission.Bundle
+	var stored any // the bundle as context_bundles keeps it
 	var memRecs []*PreparedRecord
 	if in.Memory != nil {
 		if bundle, memRecs, err = db.turnMemory(ctx, sessionID, in.Memory); err != nil {
 			return nil, err
 		}
+		// Encoded and packed before the write, too: not by the writer.
+		if stored, err = db.encodeBundle(bundle); err != nil {
+			return nil, err
+		}
+		bundle.Result = admission.Result{} // in stored and memRecs now
+
 	}
 	var out *kura.Turn
 	err = db.write(ctx, opts, func(tx *Tx) error {
@@ -268,11 +275,7 @@ func (db *DB) OpenTurn(ctx context.Context, sessionID string, in *kura.TurnOpenI
 		}
 		var bundleID any
 		if bundle != nil {
-			body, err := json.Marshal(bundle)
-			if err != nil {
-				return err
-			}
-			if err := tx.storeBundle(bundle, body); err != nil {
+			if err := tx.storeBundle(bundle, stored); err != nil {
 				return err
 			}
 			bundleID = bundle.BundleID
@@ -711,13 +714,11 @@ func (db *DB) turnMemory(ctx context.Context, sessionID string, m *kura.MemoryRe
 	if err != nil {
 		return nil, nil, err
 	}
-	if m.BudgetBytes < 0 || m.BudgetBytes > MaxBudgetBytes {
-		return nil, nil, kura.Invalid("memory.budget_bytes", "budget_bytes must be 0 (no limit) to %d", MaxBudgetBytes)
-	}
-	if err := validMaxPerBucket("memory.max_per_bucket", m.MaxPerBucket); err != nil {
+	req := &admission.Request{Query: m.Query, BudgetBytes: m.BudgetBytes, MaxPerBucket: m.MaxPerBucket, MaxTrace: m.MaxTrace}
+	if err := req.Check("memory."); err != nil {
 		return nil, nil, err
 	}
-	b, err := db.compile(ctx, s.Scope, &admission.Request{Query: m.Query, BudgetBytes: m.BudgetBytes, MaxPerBucket: m.MaxPerBucket})
+	b, err := db.compile(ctx, s.Scope, req)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -527,7 +527,7 @@ class Client:
     # ------------------------------------------------------------ context
 
     def preview_context(self, scope: str, **body: Any) -> dict[str, Any]:
-        """``query``, ``target_files``, ``kinds``, ``max_per_bucket``, ``budget_bytes``, ``as_of``, ``redact``; writes nothing."""
+        """``query``, ``target_files``, ``kinds``, ``max_per_bucket``, ``budget_bytes``, ``max_trace``, ``as_of``, ``redact``; writes nothing."""
         return self.request("POST", self._scope(scope) + "/context/preview", body=body).json()
 
     def compile_context(self, scope: str, *, idempotency_key: str | None = None, **body: Any) -> dict[str, Any]:

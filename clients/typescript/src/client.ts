@@ -234,7 +234,7 @@ export class KuraClient {
   verifySessionOnServer(id: string, q: { expect_head_hash?: string } = {}, o?: CallOptions): Promise<any> { return this.call("GET", `/v1/sessions/${enc(id)}/verify`, { ...o, query: q }); }
 
   // Turns.
-  openTurn(sessionId: string, body: { instruction: Partial<RecordInput> & { content: unknown; author_id: string }; context?: unknown[]; memory?: { query?: string; budget_bytes?: number; max_per_bucket?: number }; dispatch?: string; deadline_seconds?: number }, o?: CallOptions): Promise<Turn> {
+  openTurn(sessionId: string, body: { instruction: Partial<RecordInput> & { content: unknown; author_id: string }; context?: unknown[]; memory?: { query?: string; budget_bytes?: number; max_per_bucket?: number; max_trace?: number }; dispatch?: string; deadline_seconds?: number }, o?: CallOptions): Promise<Turn> {
     return this.call("POST", `/v1/sessions/${enc(sessionId)}/turns`, { ...o, body });
   }
   claimTurn(turnId: string, body: { worker?: string; lease_seconds?: number } = {}, o?: CallOptions): Promise<Claim> { return this.call("POST", `/v1/turns/${enc(turnId)}/claim`, { ...o, body }); }
