@@ -24,10 +24,10 @@ func (s *Server) contextRoutes() []route {
 	const prefix = "/v1/scopes/{scope}/context"
 	return []route{
 		// preview writes nothing: a reader may ask it.
-		{method: http.MethodPost, pattern: prefix + "/preview", role: auth.RoleReader, check: scoped(nil), serve: s.handleContextPreview},
+		{method: http.MethodPost, pattern: prefix + "/preview", role: auth.RoleReader, check: scoped(nil), serve: s.handleContextPreview, heavy: true},
 		bodyRoute[admission.Request, json.RawMessage]{
 			method: http.MethodPost, pattern: prefix + "/compile", role: auth.RoleWriter,
-			check: scoped(nil), answer: answer200,
+			check: scoped(nil), answer: answer200, heavy: true,
 			call: func(r *http.Request, req *admission.Request, keep kura.WriteOption) (json.RawMessage, bool, error) {
 				release, err := s.reserveCompile(r, req)
 				if err != nil {

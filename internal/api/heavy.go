@@ -6,7 +6,8 @@ import (
 )
 
 // heavySlots keeps a processor free for cheap requests. A route whose cost
-// grows with the data it walks (heavy in its declaration) runs its whole
+// grows with the data it walks (heavy in its declaration: the provenance
+// reads, context preview and compile) runs its whole
 // handler, answer encoding included, in one of fewer slots than the Go
 // scheduler has processors: however many such requests arrive at once, the
 // reads that answer in microseconds (/v1/info, a record, a node) find a

@@ -83,6 +83,7 @@ type bodyRoute[In, Out any] struct {
 	// call makes the store call; keep carries the request's
 	// Idempotency-Key (if any) and its answer rule to the write.
 	call func(r *http.Request, in *In, keep kura.WriteOption) (out Out, created bool, err error)
+	heavy bool // see route.heavy
 }
 
 func (b bodyRoute[In, Out]) route(s *Server) route {
@@ -112,7 +113,7 @@ func (b bodyRoute[In, Out]) route(s *Server) route {
 		status, body := b.answer(out, created)
 		writeBody(w, status, body)
 	}
-	rt := route{method: b.method, pattern: b.pattern, role: b.role, check: b.check, answer: b.answer, serve: serve}
+	rt := route{method: b.method, pattern: b.pattern, role: b.role, check: b.check, answer: b.answer, serve: serve, heavy: b.heavy}
 	if b.body != nil {
 		// A replay answers before the body is decoded for the call, but
 		// not before the body check: the request that stored the answer
