@@ -293,6 +293,10 @@ func TestKurad_ContextAnswersAndMemoryBounded(t *testing.T) {
 			strings.TrimPrefix(p.Base, "http://"), len(body), body)
 		testwait.For(t, 20*time.Second, "the held preview's reservation", func() bool { return gauge("kura_context_inflight_bytes") == 16<<20 })
 		// It waits --max-inflight-body-wait (5 s) for room, then is refused.
+		// (It does not wait for the held preview's heavy slot: that slot is
+		// given back at the answer's first byte, not when the client has
+		// read it all; when it was not, this preview waited the held one's
+		// write timeout, 120 s.)
 		resp, err := http.Post(url+"preview", "application/json", strings.NewReader(`{"budget_bytes":1000}`))
 		if err != nil {
 			t.Fatal(err)

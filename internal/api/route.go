@@ -82,7 +82,7 @@ type bodyRoute[In, Out any] struct {
 	answer          answerRule
 	// call makes the store call; keep carries the request's
 	// Idempotency-Key (if any) and its answer rule to the write.
-	call func(r *http.Request, in *In, keep kura.WriteOption) (out Out, created bool, err error)
+	call  func(r *http.Request, in *In, keep kura.WriteOption) (out Out, created bool, err error)
 	heavy bool // see route.heavy
 }
 
