@@ -244,6 +244,7 @@ func scanRecord(row rowScanner) (*kura.Record, error) {
 	if err := fillRecord(&r, content, md, redacted); err != nil {
 		return nil, err
 	}
+	checkRecord(&r, content, r.MetadataJSON)
 	return &r, nil
 }
 
