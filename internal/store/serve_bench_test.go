@@ -101,3 +101,38 @@ func BenchmarkListEvents_1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCreateRecords_1000 writes batches of 1,000 new records, as
+// POST /v1/records/batch does.
+func BenchmarkCreateRecords_1000(b *testing.B) {
+	db := MustOpenStore(b)
+	ctx := context.Background()
+	ins := make([]kura.RecordInput, 1000)
+	b.ResetTimer()
+	start := cpuTime()
+	defer reportCPU(b, start)
+	for i := range b.N {
+		for j := range ins {
+			ins[j] = kura.RecordInput{Type: "agent.thought", AuthorID: "agent:bmo",
+				Content: json.RawMessage(fmt.Sprintf(`{"n":%d,"text":"%0200d"}`, i*1000+j, j))}
+		}
+		if _, err := db.CreateRecords(ctx, ins); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCreateRecord writes single new records one after another.
+func BenchmarkCreateRecord(b *testing.B) {
+	db := MustOpenStore(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	start := cpuTime()
+	defer reportCPU(b, start)
+	for i := range b.N {
+		in := kura.RecordInput{Type: "agent.thought", AuthorID: "agent:bmo", Content: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+		if _, err := db.CreateRecord(ctx, &in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
