@@ -129,3 +129,16 @@ func orNone(s sql.NullString) string {
 	}
 	return s.String
 }
+
+// SessionHeadLogSeq is the seq of the newest session.head event of a
+// session (the leaf GET /v1/log/inclusion?session_id= proves), or a
+// not_found error when the feed holds none (no head move, or compacted).
+func (db *DB) SessionHeadLogSeq(ctx context.Context, sessionID string) (int64, error) {
+	var seq int64
+	err := db.rdb.QueryRowContext(ctx, `SELECT seq FROM events WHERE type IN ('session.created', 'session.head')
+		AND json_extract(refs, '$.session_id') = ? AND type = 'session.head' ORDER BY seq DESC LIMIT 1`, sessionID).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, kura.Errorf(kura.ENotFound, "session %s has no head move in the log (none, or compacted away)", sessionID)
+	}
+	return seq, mapErr(err)
+}
