@@ -16,9 +16,9 @@ import (
 // TestEvents_ChangedEventIsNotServed changes event rows in the database
 // after their commit (a record.written pointed at another record, a
 // session.head at another ledger): their log leaves no longer match, so
-// the feed, a long poll and the stream serve them by seq and type alone,
-// marked mismatch, never with the changed ids; every other event is
-// served as it was.
+// the feed, a long poll and the stream serve them marked mismatch, without
+// their ids, never with the changed ones; every other event is served as
+// it was.
 func TestEvents_ChangedEventIsNotServed(t *testing.T) {
 	t.Parallel()
 	c, d := newDaemon(t)
@@ -83,7 +83,7 @@ func TestEvents_ChangedEventIsNotServed(t *testing.T) {
 				}
 				continue
 			}
-			want := map[string]any{"seq": float64(seq), "type": bySeq[seq]["type"], "mismatch": true}
+			want := map[string]any{"seq": float64(seq), "type": bySeq[seq]["type"], "project": bySeq[seq]["project"], "at": bySeq[seq]["at"], "mismatch": true}
 			if fmt.Sprint(e) != fmt.Sprint(want) {
 				t.Errorf("%s: changed event %d served as %v, want %v", where, seq, e, want)
 			}

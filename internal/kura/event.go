@@ -26,12 +26,13 @@ type Event struct {
 
 // Pointer renders the pointer payload published on NATS and served by the
 // event feed: seq, type, project, at and the ids, nothing else. An event
-// that no longer matches its log leaf is served by seq and type alone,
-// with "mismatch":true: its ids, project and time are not what the log
-// commits to, and a consumer must not act on them.
+// that no longer matches its log leaf is served without its ids, with
+// "mismatch":true: what it points at is not what the log commits to, and a
+// consumer must not act on it (its seq, type, project and time are as
+// stored, so that filters and resumption work as for any event).
 func (e *Event) Pointer() json.RawMessage {
 	if e.Mismatch {
-		b, _ := json.Marshal(map[string]any{"seq": e.Seq, "type": e.Type, "mismatch": true})
+		b, _ := json.Marshal(map[string]any{"seq": e.Seq, "type": e.Type, "project": e.Project, "at": e.CreatedAt, "mismatch": true})
 		return b
 	}
 	if b, ok := e.plainPointer(); ok {

@@ -66,11 +66,10 @@ func TestEvent_Pointer(t *testing.T) {
 		}
 	})
 	t.Run("Mismatch", func(t *testing.T) {
-		// An event changed since its commit: its ids, project and time
-		// are not served.
+		// An event changed since its commit: its ids are not served.
 		ev := kura.Event{Seq: 9, ID: id, Type: "turn.complete", Project: "p", CreatedAt: at, Mismatch: true,
 			Refs: map[string]string{"turn_id": id, "output_ledger_id": id}}
-		if got, want := string(ev.Pointer()), `{"mismatch":true,"seq":9,"type":"turn.complete"}`; got != want {
+		if got, want := string(ev.Pointer()), `{"at":"`+at+`","mismatch":true,"project":"p","seq":9,"type":"turn.complete"}`; got != want {
 			t.Errorf("got %s, want %s", got, want)
 		}
 	})
