@@ -138,6 +138,13 @@ func (c *Client) LogInclusionByLedger(ctx context.Context, ledgerID string, size
 	return c.logInclusion(ctx, url.Values{"ledger_id": {ledgerID}}, size)
 }
 
+// LogInclusionBySession returns the inclusion proof of the newest
+// session.head event of session id, with its leaf data (size 0: kurad's
+// current size): the head the log holds for the session.
+func (c *Client) LogInclusionBySession(ctx context.Context, sessionID string, size int64) (*LogInclusionProof, error) {
+	return c.logInclusion(ctx, url.Values{"session_id": {sessionID}}, size)
+}
+
 func (c *Client) logInclusion(ctx context.Context, q url.Values, size int64) (*LogInclusionProof, error) {
 	if size > 0 {
 		q.Set("size", strconv.FormatInt(size, 10))

@@ -31,6 +31,9 @@ type (
 	HeadMove = kura.HeadMove
 	// SessionVerification is the answer of a session verify.
 	SessionVerification = kura.SessionVerification
+	// LogHeadCheck is what a session verify found in the log for the
+	// session's head.
+	LogHeadCheck = kura.LogHeadCheck
 	// SessionIssue is one thing a session verify found wrong.
 	SessionIssue = kura.SessionIssue
 	// Turn is one agent step on a session: a context ledger in, an output

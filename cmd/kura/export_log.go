@@ -24,6 +24,11 @@ type exportedLog struct {
 	// the consistency proof from it to Checkpoint: under writes the
 	// checkpoint itself seldom carries a cosignature.
 	Cosigned []exportedCosigned `json:"cosigned,omitempty"`
+	// Head is the session's newest head move in the log (GET
+	// /v1/log/inclusion?session_id=) against Checkpoint's size: the head
+	// kurad's log holds, which the exported session must have. Absent
+	// when the feed holds none (and in older exports).
+	Head *exportedInclusion `json:"head,omitempty"`
 }
 
 // exportedCosigned is a cosigned checkpoint (GET /v1/log/cosigned) and the
@@ -49,7 +54,7 @@ type exportedInclusion struct {
 // in that tree). A ledger without a leaf (written before the log, or
 // compacted) is left out; the offline verification names it. nil when
 // kurad keeps no log.
-func exportLog(ctx context.Context, c *client.Client, ledgers []client.Ledger) (*exportedLog, error) {
+func exportLog(ctx context.Context, c *client.Client, s *client.Session, ledgers []client.Ledger) (*exportedLog, error) {
 	info, err := c.LogInfo(ctx)
 	if err != nil {
 		return nil, err
@@ -77,7 +82,52 @@ func exportLog(ctx context.Context, c *client.Client, ledgers []client.Ledger) (
 		out.Inclusions = append(out.Inclusions, exportedInclusion{LedgerID: ledgers[i].ID, Seq: ip.Seq, Size: ip.Size,
 			LeafHash: ip.LeafHash, Leaf: ip.Leaf, Proof: orEmpty(ip.Proof)})
 	}
+	ip, err := c.LogInclusionBySession(ctx, s.ID, cp.Size)
+	var ke *client.Error
+	switch {
+	case errors.As(err, &ke) && ke.Code == client.ENotFound:
+	case err != nil:
+		return nil, fmt.Errorf("export session %s: log inclusion of its head: %w", s.ID, err)
+	default:
+		out.Head = &exportedInclusion{LedgerID: deref(s.HeadLedgerID), Seq: ip.Seq, Size: ip.Size, LeafHash: ip.LeafHash, Leaf: ip.Leaf, Proof: orEmpty(ip.Proof)}
+	}
 	return out, nil
+}
+
+// verifyExportHead checks the head move of the log section (when the
+// export has one, and its checkpoint verified): a session.head leaf of the
+// session, proved in the checkpoint, naming the exported session's head.
+// An export of a session whose newest turns were cut off consistently in
+// kurad's database still carries the log's newest head move, which names
+// a head the export does not have.
+func verifyExportHead(lg *exportedLog, rep *offlineLog, s *client.Session, problem func(ledger, field, format string, args ...any)) {
+	if lg == nil || rep.cp == nil {
+		return
+	}
+	if lg.Head == nil {
+		rep.Head = "not in the export"
+		return
+	}
+	in := lg.Head
+	if in.Size != rep.cp.Size {
+		problem("", "log_head", "the head move's proof is for a tree of size %d, the checkpoint's has size %d", in.Size, rep.cp.Size)
+		return
+	}
+	h, leaf, err := checkSessionHeadLeaf(in.Leaf, in.LeafHash, s.ID, in.Seq)
+	if err != nil {
+		problem("", "log_head", "%v", err)
+		return
+	}
+	if err := client.CheckInclusion(rep.cp, in.Seq, h, in.Proof); err != nil {
+		problem("", "log_head", "%v", err)
+		return
+	}
+	if leaf.Refs["ledger_id"] != deref(s.HeadLedgerID) || leaf.Digest != deref(s.HeadHash) {
+		problem(deref(s.HeadLedgerID), "log_head", "the log's newest head move of the session (seq %d) is to ledger %s, hash %s; the exported session's head is %s, hash %s: history was cut short or rewritten",
+			in.Seq, orNone(leaf.Refs["ledger_id"]), orNone(leaf.Digest), orNone(deref(s.HeadLedgerID)), orNone(deref(s.HeadHash)))
+		return
+	}
+	rep.Head = fmt.Sprintf("proved at seq %d", in.Seq)
 }
 
 // offlineLog is what kura verify --pubkey found about an export's log section.
@@ -92,6 +142,10 @@ type offlineLog struct {
 	// Witnessed says, per cosigner of --witness-key, the tree it cosigned:
 	// the checkpoint's own, or an older one the checkpoint extends.
 	Witnessed []offlineWitness `json:"witnessed,omitempty"`
+	// Head says what became of the session's head in the log
+	// (verifyExportHead).
+	Head string `json:"head,omitempty"`
+	cp   *client.Checkpoint
 }
 
 // offlineWitness is one required witness and the size of the tree it
@@ -143,7 +197,7 @@ func verifyExportLog(lg *exportedLog, ledgers []client.Ledger, pub string, witne
 		problem("", "log_signature", "the log checkpoint does not verify against %s: %v", pub, err)
 		return rep
 	}
-	rep.Size, rep.Root = cp.Size, b64(cp.Root)
+	rep.Size, rep.Root, rep.cp = cp.Size, b64(cp.Root), cp
 	older := verifyExportCosigned(lg.Cosigned, cp, vkey, problem)
 	for _, k := range witnessKeys {
 		w, err := cosignedBy(k, cp, older, vkey)
@@ -244,6 +298,9 @@ func printOfflineLog(w io.Writer, lg *offlineLog) {
 		fmt.Fprintln(w)
 		if len(lg.NotInLog) > 0 {
 			fmt.Fprintf(w, "  log: no proof in the export for %s (written before the log, or compacted)\n", strings.Join(lg.NotInLog, " "))
+		}
+		if lg.Head != "" {
+			fmt.Fprintf(w, "  log: the session's head move %s\n", lg.Head)
 		}
 	}
 }

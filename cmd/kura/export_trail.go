@@ -36,7 +36,7 @@ func sessionTrail(ctx context.Context, c *client.Client, s *client.Session, ledg
 	if rl == nil {
 		rl = []client.ReflogEntry{}
 	}
-	lg, err := exportLog(ctx, c, ledgers)
+	lg, err := exportLog(ctx, c, s, ledgers)
 	if err != nil {
 		return nil, err
 	}

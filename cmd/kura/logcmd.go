@@ -121,6 +121,33 @@ func checkLedgerLeaf(leaf, leafHash, ledgerID, ledgerHash string, seq int64) (tl
 	return h, nil
 }
 
+// checkSessionHeadLeaf checks that leaf data (base64) is a session.head
+// leaf of the session, hashing to leafHash (base64) and sitting at seq; it
+// returns the leaf hash to prove and the leaf.
+func checkSessionHeadLeaf(leaf, leafHash, sessionID string, seq int64) (tlog.Hash, *kurahash.LogLeaf, error) {
+	data, err := client.DecodeLeafData(leaf)
+	if err != nil || len(data) == 0 {
+		return tlog.Hash{}, nil, fmt.Errorf("leaf data is not base64 (%v)", err)
+	}
+	h := kurahash.LogLeafHash(data)
+	if leafHash != "" && b64(h) != leafHash {
+		return tlog.Hash{}, nil, fmt.Errorf("leaf data hashes to %s, not the leaf hash %s", b64(h), leafHash)
+	}
+	l, err := kurahash.ParseLogLeaf(data)
+	if err != nil {
+		return tlog.Hash{}, nil, err
+	}
+	switch {
+	case l.Type != kura.EventSessionHead:
+		return tlog.Hash{}, nil, fmt.Errorf("leaf is a %q event, not %s", l.Type, kura.EventSessionHead)
+	case l.Refs["session_id"] != sessionID:
+		return tlog.Hash{}, nil, fmt.Errorf("leaf names session %q, not %s", l.Refs["session_id"], sessionID)
+	case l.Seq != seq:
+		return tlog.Hash{}, nil, fmt.Errorf("leaf has seq %d, the proof is for seq %d", l.Seq, seq)
+	}
+	return h, l, nil
+}
+
 func setupLogProve(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 	return func(ctx context.Context, c *cli, args []string) error {
 		if len(args) != 1 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -382,6 +383,9 @@ func (c *cli) verifySessionLocally(ctx context.Context, id, expectHeadHash strin
 		problem(*s.HeadLedgerID, "reflog", "the session has a head but no head move in its reflog")
 	}
 
+	if err := c.checkHeadInLog(ctx, s, v, problem); err != nil {
+		return nil, err
+	}
 	if expectHeadHash != "" {
 		v.ExpectHeadHash = expectHeadHash
 		v.ExpectHeadHashFound = &found
@@ -391,6 +395,62 @@ func (c *cli) verifySessionLocally(ctx context.Context, id, expectHeadHash strin
 	}
 	v.OK = len(v.Problems) == 0
 	return v, nil
+}
+
+// checkHeadInLog proves here, in kurad's signed checkpoint, the log's
+// newest head move of the session (GET /v1/log/inclusion?session_id=) and
+// checks that it names the session's head: a history cut short
+// consistently (ledgers, reflog and head rewound together) verifies
+// otherwise. Which leaf is the newest is kurad's word; the leaf and its
+// place in the log are checked.
+func (c *cli) checkHeadInLog(ctx context.Context, s *client.Session, v *client.SessionVerification, problem func(ledgerID, field, format string, args ...any)) error {
+	info, err := c.client.LogInfo(ctx)
+	if err != nil {
+		return err
+	}
+	if info.Origin == "" || (info.Log != nil && info.Log.State == client.LogStateOff) {
+		v.LogHead = &client.LogHeadCheck{Reason: "kurad keeps no log"}
+		return nil
+	}
+	cp, err := c.currentCheckpoint(ctx)
+	if err != nil {
+		// The log check after the verification says why, and fails.
+		v.LogHead = &client.LogHeadCheck{Reason: "kurad's checkpoint did not verify: " + err.Error()}
+		return nil
+	}
+	p, err := c.client.LogInclusionBySession(ctx, s.ID, cp.Size)
+	var ke *client.Error
+	if errors.As(err, &ke) && ke.Code == client.ENotFound {
+		v.LogHead = &client.LogHeadCheck{Reason: "the feed holds no head move of this session (none, or compacted away)"}
+		if s.HeadLedgerID != nil {
+			v.LogHead.Reason += "; kurad's own verify says whether events are missing"
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	h, leaf, err := checkSessionHeadLeaf(p.Leaf, p.LeafHash, s.ID, p.Seq)
+	if err != nil {
+		problem("", "log_head", "the log's head move %d of the session: %v", p.Seq, err)
+		return nil
+	}
+	if err := client.CheckInclusion(cp, p.Seq, h, p.Proof); err != nil {
+		problem("", "log_head", "the log's head move %d of the session is not proved in the checkpoint: %v", p.Seq, err)
+		return nil
+	}
+	v.LogHead = &client.LogHeadCheck{Checked: true, Seq: p.Seq, LedgerID: leaf.Refs["ledger_id"], HeadHash: leaf.Digest}
+	if leaf.Refs["ledger_id"] == deref(s.HeadLedgerID) && leaf.Digest == deref(s.HeadHash) {
+		return nil
+	}
+	// The head may have moved since it was read: the leaf then names the
+	// head the session has now.
+	if now, err := c.client.GetSession(ctx, s.ID); err == nil && leaf.Refs["ledger_id"] == deref(now.HeadLedgerID) && leaf.Digest == deref(now.HeadHash) {
+		return nil
+	}
+	problem(deref(s.HeadLedgerID), "log_head", "the log's newest head move of this session (seq %d, proved in the checkpoint of size %d) is to ledger %s, hash %s; the session's head is %s, hash %s: history was cut short or rewritten",
+		p.Seq, cp.Size, orNone(leaf.Refs["ledger_id"]), orNone(leaf.Digest), orNone(deref(s.HeadLedgerID)), orNone(deref(s.HeadHash)))
+	return nil
 }
 
 func printSessionVerification(w io.Writer, v *client.SessionVerification, local bool) error {
@@ -406,6 +466,16 @@ func printSessionVerification(w io.Writer, v *client.SessionVerification, local 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  head\t%s\n", orNone(deref(v.HeadLedgerID)))
 	fmt.Fprintf(tw, "  head hash\t%s\n", orNone(deref(v.HeadHash)))
+	if lh := v.LogHead; lh != nil {
+		switch {
+		case !lh.Checked:
+			fmt.Fprintf(tw, "  log head\tnot checked: %s\n", lh.Reason)
+		case lh.Seq == 0:
+			fmt.Fprintf(tw, "  log head\tno head move in the log\n")
+		default:
+			fmt.Fprintf(tw, "  log head\t%s at seq %d\n", lh.LedgerID, lh.Seq)
+		}
+	}
 	if v.ExpectHeadHash != "" {
 		state := "not checked"
 		if v.ExpectHeadHashFound != nil {

@@ -315,6 +315,7 @@ func verifyExport(x *exportContents, pub, expectHeadHash string, witnessKeys []s
 	}
 	rep.Log = verifyExportLog(t.Log, x.Ledgers, pub, witnessKeys, problem)
 	s := t.Session
+	verifyExportHead(t.Log, rep.Log, s, problem)
 	rep.SessionID = s.ID
 	if t.PublicKey != "" && t.PublicKey != pub {
 		problem("", "public_key", "the export says it was signed by %s, not by the key given", t.PublicKey)

@@ -192,6 +192,30 @@ func checkAuthors(p auth.Principal, field string, authors []string) error {
 	return nil
 }
 
+// checkRecordAuthors is checkAuthors for records, and more: a token
+// limited to projects writes records only under its own identity, its
+// role whatever. Records deduplicate by hash (type, content, author), so
+// a record written under another author may be one that already exists
+// and that the token cannot read; the answer (200 with its id, or the
+// record joining the token's turn) would confirm it exists. Refusing
+// every such write, whether or not the record exists, says nothing; under
+// its own identity a token only ever meets records it wrote, which it
+// may read.
+func checkRecordAuthors(p auth.Principal, field string, authors []string) error {
+	if err := checkAuthors(p, field, authors); err != nil {
+		return err
+	}
+	if !restricted(p) {
+		return nil
+	}
+	for _, a := range authors {
+		if a != "" && a != p.Identity {
+			return denied("%s %s: %s is limited to projects and writes records only under its own identity", field, a, p.Identity)
+		}
+	}
+	return nil
+}
+
 // restricted reports whether p's reads of project-less objects (records,
 // ledgers) go through the visibility rules.
 func restricted(p auth.Principal) bool { return !p.AllProjects() }
@@ -290,7 +314,7 @@ func (s *Server) checkRecordRefs(ctx context.Context, p auth.Principal, refs []k
 			missing = append(missing, ref.RecordID)
 		}
 	}
-	if err := checkAuthors(p, "author_id", authors); err != nil {
+	if err := checkRecordAuthors(p, "author_id", authors); err != nil {
 		return err
 	}
 	if len(missing) > 0 {

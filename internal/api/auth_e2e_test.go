@@ -222,6 +222,7 @@ var matrix = []matrixCase{
 	{"GET /v1/log/cosigned", "/v1/log/cosigned", "", "reader", ""},
 	{"GET /v1/log/consistency", "/v1/log/consistency?old=1", "", "reader", ""},
 	{"GET /v1/log/inclusion", "/v1/log/inclusion?ledger_id={lid}", "", "reader", "404"},
+	{"GET /v1/log/inclusion", "/v1/log/inclusion?session_id={sid}", "", "reader", "404"},
 	{"GET /v1/log/leaves", "/v1/log/leaves?start=0&end=1", "", "reader", ""},
 	{"POST /v1/admin/log/acknowledge", "/v1/admin/log/acknowledge", `{"reason":"r{n}"}`, "admin", "all"},
 	{"POST /mcp", "/mcp", `{"jsonrpc":"2.0","id":{n},"method":"ping"}`, "reader", ""},

@@ -23,6 +23,7 @@ type LogStore interface {
 	LogConsistency(ctx context.Context, old, size int64) (tlog.TreeProof, int64, error)
 	LogLeaves(ctx context.Context, start, end int64, visible func(*kura.Event) bool) ([]kura.LogLeaf, error)
 	LedgerLogSeq(ctx context.Context, ledgerID string) (int64, error)
+	SessionHeadLogSeq(ctx context.Context, sessionID string) (int64, error)
 	LogLeafData(ctx context.Context, seq int64) ([]byte, error)
 }
 
@@ -44,7 +45,7 @@ func (s *Server) logRoutes() []route {
 		{method: http.MethodGet, pattern: "/v1/log/checkpoint", role: auth.RoleReader, serve: s.handleLogCheckpoint},
 		{method: http.MethodGet, pattern: "/v1/log/cosigned", role: auth.RoleReader, serve: s.handleLogCosigned},
 		{method: http.MethodGet, pattern: "/v1/log/consistency", role: auth.RoleReader, serve: s.handleLogConsistency},
-		{method: http.MethodGet, pattern: "/v1/log/inclusion", role: auth.RoleReader, check: ledgerQuery, serve: s.handleLogInclusion},
+		{method: http.MethodGet, pattern: "/v1/log/inclusion", role: auth.RoleReader, check: inclusionQuery, serve: s.handleLogInclusion},
 		{method: http.MethodGet, pattern: "/v1/log/leaves", role: auth.RoleReader, serve: s.handleLogLeaves},
 		{method: http.MethodPost, pattern: "/v1/admin/log/acknowledge", role: auth.RoleAdmin, check: needAll, serve: s.handleLogAcknowledge},
 	}
@@ -178,11 +179,26 @@ func (s *Server) handleLogInclusion(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	var seq int64
-	byLedger := q.Get("ledger_id")
+	byLedger, bySession := q.Get("ledger_id"), q.Get("session_id")
+	given := 0
+	for _, v := range []string{byLedger, bySession, q.Get("seq")} {
+		if v != "" {
+			given++
+		}
+	}
 	switch {
-	case byLedger != "" && q.Get("seq") != "":
-		s.writeError(w, r, kura.Invalid("seq", "give seq or ledger_id, not both"))
+	case given > 1:
+		s.writeError(w, r, kura.Invalid("seq", "give one of seq, ledger_id and session_id"))
 		return
+	case bySession != "":
+		if !kura.ValidID(bySession) {
+			s.writeError(w, r, kura.Invalid("session_id", "session_id must be a session id"))
+			return
+		}
+		if seq, err = s.store.SessionHeadLogSeq(ctx, bySession); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	case byLedger != "":
 		if !kura.ValidID(byLedger) {
 			s.writeError(w, r, kura.Invalid("ledger_id", "ledger_id must be a ledger id"))
@@ -198,7 +214,7 @@ func (s *Server) handleLogInclusion(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	default:
-		s.writeError(w, r, kura.Invalid("seq", "seq (an event seq) or ledger_id is required"))
+		s.writeError(w, r, kura.Invalid("seq", "seq (an event seq), ledger_id or session_id is required"))
 		return
 	}
 	leaf, proof, size, err := s.store.LogInclusion(ctx, seq, size)
@@ -207,7 +223,7 @@ func (s *Server) handleLogInclusion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := inclusionAnswer{Seq: seq, Size: size, LeafHash: base64.StdEncoding.EncodeToString(leaf[:]), Proof: hashes64(proof)}
-	if byLedger != "" {
+	if byLedger != "" || bySession != "" {
 		data, err := s.store.LogLeafData(ctx, seq)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -218,9 +234,14 @@ func (s *Server) handleLogInclusion(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, a)
 }
 
-// ledgerQuery lets a caller ask for the proof of a ledger it may read
-// (the rule of GET /v1/ledgers/{id}, the same 404 for hidden and missing).
-func ledgerQuery(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+// inclusionQuery lets a caller ask for the proof of a ledger it may read
+// (the rule of GET /v1/ledgers/{id}, the same 404 for hidden and missing),
+// or of the head of a session of its projects (GET /v1/sessions/{id}'s).
+func inclusionQuery(s *Server, r *http.Request, rc *chi.Context, p auth.Principal) error {
+	if id := r.URL.Query().Get("session_id"); kura.ValidID(id) {
+		_, _, _, err := s.session(r.Context(), p, id)
+		return err
+	}
 	return s.checkLedgerVisible(r, p, r.URL.Query().Get("ledger_id"))
 }
 

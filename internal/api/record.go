@@ -174,14 +174,14 @@ func eventProjects(r *http.Request) []string {
 }
 
 func checkRecordInput(s *Server, r *http.Request, p auth.Principal, in *kura.RecordInput) error {
-	if err := checkAuthors(p, "author_id", []string{in.AuthorID}); err != nil {
+	if err := checkRecordAuthors(p, "author_id", []string{in.AuthorID}); err != nil {
 		return err
 	}
 	return recordProject(s, r, p, in)
 }
 
 func checkRecordBatch(s *Server, r *http.Request, p auth.Principal, in *recordBatch) error {
-	if err := checkAuthors(p, "author_id", recordAuthors(in.Records)); err != nil {
+	if err := checkRecordAuthors(p, "author_id", recordAuthors(in.Records)); err != nil {
 		return err
 	}
 	for i := range in.Records {

@@ -225,7 +225,7 @@ func checkHeadLedger(s *Server, r *http.Request, p auth.Principal, mv *kura.Head
 // not see (the session itself was checked by sessionParam).
 func checkTurnOpen(s *Server, r *http.Request, p auth.Principal, in *kura.TurnOpenInput) error {
 	if in.Instruction != nil {
-		if err := checkAuthors(p, "instruction.author_id", []string{in.Instruction.AuthorID}); err != nil {
+		if err := checkRecordAuthors(p, "instruction.author_id", []string{in.Instruction.AuthorID}); err != nil {
 			return err
 		}
 	}

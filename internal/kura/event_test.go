@@ -65,6 +65,14 @@ func TestEvent_Pointer(t *testing.T) {
 			t.Errorf("got %d bytes, want under 512", n)
 		}
 	})
+	t.Run("Mismatch", func(t *testing.T) {
+		// An event changed since its commit: its ids are not served.
+		ev := kura.Event{Seq: 9, ID: id, Type: "turn.complete", Project: "p", CreatedAt: at, Mismatch: true,
+			Refs: map[string]string{"turn_id": id, "output_ledger_id": id}}
+		if got, want := string(ev.Pointer()), `{"at":"`+at+`","mismatch":true,"project":"p","seq":9,"type":"turn.complete"}`; got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	})
 	t.Run("NoSubjectOrEventID", func(t *testing.T) {
 		ev := kura.Event{Seq: 1, ID: id, Type: "t", Project: "p", Subject: "oclaw.v1.p.evt.t", CreatedAt: at}
 		var got map[string]any
@@ -120,4 +128,29 @@ func TestScopedEvent(t *testing.T) {
 			t.Errorf("ScopedEvent(%q): got %v, want %v", typ, got, want)
 		}
 	}
+}
+
+// FuzzEvent_Pointer holds Pointer to its definition, encoding/json's
+// encoding of the pointer's map (the refs, then seq, type, project and
+// at over them), byte for byte, whatever the strings: Pointer writes the
+// common case itself.
+func FuzzEvent_Pointer(f *testing.F) {
+	f.Add(int64(42), "record.written", "hashi", "2025-01-02T03:04:05.000000001Z", "record_id", "0190a3f2-7c1e-7d3a-9b2c-1f2e3d4c5b6a", "ledger_id", "x")
+	f.Add(int64(-1), "t<", "p&", "\u2028", "seq", "1", "", "")
+	f.Add(int64(0), "", "", "", "a\"b", "é", "type", "q")
+	f.Fuzz(func(t *testing.T, seq int64, typ, project, at, k1, v1, k2, v2 string) {
+		ev := kura.Event{Seq: seq, Type: typ, Project: project, CreatedAt: at, Refs: map[string]string{k1: v1, k2: v2}}
+		m := map[string]any{}
+		for k, v := range ev.Refs {
+			m[k] = v
+		}
+		m["seq"], m["type"], m["project"], m["at"] = seq, typ, project, at
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ev.Pointer(); string(got) != string(want) {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	})
 }

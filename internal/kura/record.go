@@ -66,6 +66,11 @@ type Record struct {
 	Redacted     bool              `json:"redacted,omitempty"`
 	Withheld     bool              `json:"withheld,omitempty"`
 	Deduplicated bool              `json:"deduplicated,omitempty"`
+	// Mismatches names the stored hashes that no longer follow from the
+	// record's stored fields (read with the record, never stored): what is
+	// served then is not what Kura committed to. Content that no longer
+	// hashes to content_hash is served as null.
+	Mismatches []Mismatch `json:"mismatches,omitempty"`
 
 	// MetadataJSON, when set, is the stored canonical JSON of Metadata; the
 	// store fills it instead of Metadata so that reads do not decode and

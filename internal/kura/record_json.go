@@ -71,6 +71,22 @@ func (r *Record) appendTail(b []byte) []byte {
 	if r.Deduplicated {
 		b = append(b, `,"deduplicated":true`...)
 	}
+	if len(r.Mismatches) > 0 {
+		b = append(b, `,"mismatches":[`...)
+		for i, m := range r.Mismatches {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"field":`...)
+			b = appendString(b, m.Field)
+			b = append(b, `,"stored":`...)
+			b = appendString(b, m.Stored)
+			b = append(b, `,"computed":`...)
+			b = appendString(b, m.Computed)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
 

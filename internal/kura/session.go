@@ -191,11 +191,29 @@ type SessionVerification struct {
 	HeadMovesChecked int     `json:"head_moves_checked"`
 	// Redacted lists the redacted records met on the chain: their content
 	// is gone by an admin's decision, which is not a mismatch.
-	Redacted            []string        `json:"redacted,omitempty"`
-	ExpectHeadHash      string          `json:"expect_head_hash,omitempty"`
-	ExpectHeadHashFound *bool           `json:"expect_head_hash_found,omitempty"`
-	Problems            []SessionIssue  `json:"problems"`
-	Ledgers             []*Verification `json:"ledgers,omitempty"`
+	Redacted            []string `json:"redacted,omitempty"`
+	ExpectHeadHash      string   `json:"expect_head_hash,omitempty"`
+	ExpectHeadHashFound *bool    `json:"expect_head_hash_found,omitempty"`
+	// LogHead is the session's head as the log has it: the newest
+	// session.head leaf of the session, which a history cut short
+	// consistently (ledgers, reflog and head rewound together) no longer
+	// matches.
+	LogHead  *LogHeadCheck   `json:"log_head,omitempty"`
+	Problems []SessionIssue  `json:"problems"`
+	Ledgers  []*Verification `json:"ledgers,omitempty"`
+}
+
+// LogHeadCheck is what a session verify found in the log for the
+// session's head.
+type LogHeadCheck struct {
+	// Checked is false when the log could not say (Reason tells why).
+	Checked bool `json:"checked"`
+	// Seq is the newest session.head event of the session (0: none), and
+	// LedgerID and HeadHash the head it names.
+	Seq      int64  `json:"seq,omitempty"`
+	LedgerID string `json:"ledger_id,omitempty"`
+	HeadHash string `json:"head_hash,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // SessionIssue is one thing a session verify found wrong.

@@ -95,7 +95,7 @@ func (db *DB) Import(ctx context.Context, in *kura.ImportInput, opts ...kura.Wri
 			if r.Redacted {
 				content, redacted = nil, 1
 			}
-			res, err := tx.Exec("INSERT INTO records(id, hash, content_hash, seal, type, content, author_id, metadata, created_at, redacted) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(hash) DO NOTHING",
+			res, err := tx.Exec("INSERT INTO records(id, hash, content_hash, seal, type, content, author_id, metadata, created_at, redacted) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
 				r.ID, r.Hash, r.ContentHash, r.Seal, r.Type, content, r.AuthorID, string(p.MetadataJSON), r.CreatedAt, redacted)
 			if err != nil {
 				return err

@@ -188,17 +188,24 @@ func (db *DB) ledgerRow(ctx context.Context, id string) (*kura.Ledger, error) {
 // recordJSONSQL has SQLite assemble a record's JSON in one column, the
 // same bytes kura.Record.AppendJSON writes (a test holds the two together).
 // Hydrating thousands of records is then one column fetch per row instead
-// of eleven, with strings quoted by json_quote; content and metadata are
-// stored as canonical JSON and copied as they are. concat joins the pieces
+// of eleven; content and metadata are stored as canonical JSON and copied
+// as they are. concat joins the pieces
 // in one pass, where a chain of || copies the growing prefix at each step.
 // isWithheld is an SQL condition on r: a record it holds for is written
 // withheld, with content null.
+//
+// The strings are put between quotes as they are, not through
+// json_quote: every record a page writes out is first checked
+// (recordChecker.verifies), which passes only strings without a quote, a
+// backslash or a control character, the values kurad wrote; any other is
+// read again and written by kura.Record.AppendJSON. Quoting six strings a
+// record cost about as much as checking its hashes does.
 func recordJSONSQL(isWithheld string) string {
-	return `concat('{"id":', json_quote(r.id), ',"hash":', json_quote(r.hash),
- ',"content_hash":', json_quote(r.content_hash), ',"seal":', json_quote(r.seal),
- ',"type":', json_quote(r.type), ',"content":', CASE WHEN ` + isWithheld + ` THEN 'null' ELSE coalesce(r.content, 'null') END,
- ',"author_id":', json_quote(r.author_id), ',"metadata":', r.metadata,
- ',"created_at":', json_quote(r.created_at),
+	return `concat('{"id":"', r.id, '","hash":"', r.hash,
+ '","content_hash":"', r.content_hash, '","seal":"', r.seal,
+ '","type":"', r.type, '","content":', CASE WHEN ` + isWithheld + ` THEN 'null' ELSE coalesce(r.content, 'null') END,
+ ',"author_id":"', r.author_id, '","metadata":', r.metadata,
+ ',"created_at":"', r.created_at, '"',
  CASE WHEN r.redacted <> 0 THEN ',"redacted":true' ELSE '' END,
  CASE WHEN ` + isWithheld + ` THEN ',"withheld":true}' ELSE '}' END)`
 }
@@ -211,8 +218,12 @@ var (
 	qHydrateScoped = hydrateSQL(withheld("?4"))
 )
 
+// With each record's JSON come the byte lengths of the content and
+// metadata it holds, so that checking its hashes (recordChecker.verifies)
+// finds them in the JSON without scanning the content for its end.
 func hydrateSQL(isWithheld string) string {
-	return "SELECT lr.pos, " + recordJSONSQL(isWithheld) + " FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ?1 AND lr.pos BETWEEN ?2 AND ?3 ORDER BY lr.pos"
+	return "SELECT lr.pos, " + recordJSONSQL(isWithheld) + ", CASE WHEN " + isWithheld + " THEN 4 ELSE coalesce(octet_length(r.content), 4) END, octet_length(r.metadata)" +
+		" FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ?1 AND lr.pos BETWEEN ?2 AND ?3 ORDER BY lr.pos"
 }
 
 // HydrateLedger writes a page of a ledger's records in order, after
@@ -347,11 +358,19 @@ func (db *DB) hydrateChunk(ctx context.Context, id string, pos, hi int, scopes [
 	}
 	defer rows.Close()
 	read := 0
-	var at int
+	var at, contentLen, mdLen int
 	var js sql.RawBytes
+	var ck recordChecker
+	recheck := -1
 	for len(buf) < flushAt && rows.Next() {
-		if err := rows.Scan(&at, &js); err != nil {
+		if err := rows.Scan(&at, &js, &contentLen, &mdLen); err != nil {
 			return buf, read, pos, mapErr(err)
+		}
+		if !ck.verifies(js, contentLen, mdLen) {
+			// Read on its own once this query is closed: a page never
+			// holds two read connections.
+			recheck = at
+			break
 		}
 		if before+read > 0 {
 			buf = append(buf, ',')
@@ -363,7 +382,48 @@ func (db *DB) hydrateChunk(ctx context.Context, id string, pos, hi int, scopes [
 	if err := rows.Err(); err != nil {
 		return buf, read, pos, mapErr(err)
 	}
+	rows.Close()
+	if recheck >= 0 {
+		r, err := db.ledgerRecordAt(ctx, id, recheck, scopes)
+		if err != nil {
+			return buf, read, pos, err
+		}
+		if before+read > 0 {
+			buf = append(buf, ',')
+		}
+		buf = r.AppendJSON(buf)
+		read++
+		pos = recheck + 1
+	}
 	return buf, read, pos, nil
+}
+
+// ledgerRecordAt reads the record at position pos of a ledger as a page
+// serves it (withheld from a reader without its packed scope), with its
+// stored hashes checked (scanRecord).
+func (db *DB) ledgerRecordAt(ctx context.Context, ledgerID string, pos int, scopes []string) (*kura.Record, error) {
+	isWithheld := "1 = 0"
+	args := []any{ledgerID, pos}
+	if scopes != nil {
+		isWithheld, args = withheld("?3"), append(args, projectsJSON(scopes))
+	}
+	var r kura.Record
+	var content, md []byte
+	var redacted int
+	err := db.rdb.QueryRowContext(ctx, "SELECT r.id, r.hash, r.content_hash, r.seal, r.type, r.content, r.author_id, r.metadata, r.created_at, r.redacted, "+
+		isWithheld+" FROM ledger_records lr JOIN records r ON r.id = lr.record_id WHERE lr.ledger_id = ?1 AND lr.pos = ?2", args...).
+		Scan(&r.ID, &r.Hash, &r.ContentHash, &r.Seal, &r.Type, &content, &r.AuthorID, &md, &r.CreatedAt, &redacted, &r.Withheld)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if err := fillRecord(&r, content, md, redacted); err != nil {
+		return nil, err
+	}
+	checkRecord(&r, content, r.MetadataJSON)
+	if r.Withheld {
+		r.Content = []byte("null")
+	}
+	return &r, nil
 }
 
 // VerifyLedger recomputes every record's content hash, hash and seal from

@@ -163,11 +163,26 @@ func (db *DB) migratePG(ctx context.Context) error {
 	if v > len(names) {
 		return fmt.Errorf("open store: database schema version %d is newer than this kurad supports (%d); refusing to open it", v, len(names))
 	}
-	return db.applyMigrations(ctx, pgMigrationFS, "migrations_pg/*.sql", v, func(tx *sql.Tx, ver int) error {
+	err = db.applyMigrations(ctx, pgMigrationFS, "migrations_pg/*.sql", v, func(tx *sql.Tx, ver int) error {
 		_, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES('pg_schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", strconv.Itoa(ver))
 		return err
 	}, "engine", "postgres")
+	if err == nil && v > 0 && v < pgNoContentStatistics {
+		// The statistics of content the migration dropped are dead rows
+		// of pg_statistic until its file is rewritten (VACUUM, not a
+		// transaction's statement). A role that owns neither the database
+		// nor the catalog gets a warning from PostgreSQL and the rows stay
+		// until autovacuum reuses their space: docs/scale-out.md.
+		if _, verr := db.wdb.ExecContext(ctx, "VACUUM FULL pg_statistic"); verr != nil {
+			db.log.Warn("could not rewrite pg_statistic after dropping the statistics of record content", "err", verr)
+		}
+	}
+	return err
 }
+
+// pgNoContentStatistics is the schema version from which ANALYZE keeps no
+// sample of record content (migrations_pg/0007).
+const pgNoContentStatistics = 7
 
 // pgCustomPlans is the statement a read transaction on PostgreSQL begins
 // with, unless the database URL names a plan_cache_mode: plan each
@@ -537,7 +552,10 @@ func mapPGErr(err error) error {
 
 // pgVacuumRecords is the PostgreSQL purge of redacted content: VACUUM FULL
 // rewrites the records table into new files and drops the old ones, which
-// held the content in dead row versions. Like SQLite's TRUNCATE
+// held the content in dead row versions; and the idempotency table, whose
+// stored answers naming the record the redaction deleted (their dead
+// versions held the content too). The planner's statistics hold none
+// (migrations_pg/0007). Like SQLite's TRUNCATE
 // checkpoint it waits at most wait for readers of the table (a long read
 // keeps the purge pending; it is retried). What PostgreSQL keeps outside
 // the table (WAL segments not yet recycled, replicas, base backups) is the
@@ -552,7 +570,7 @@ func (db *DB) pgVacuumRecords(ctx context.Context, wait time.Duration) (bool, er
 		return false, err
 	}
 	defer conn.ExecContext(context.Background(), "RESET lock_timeout")
-	if _, err := conn.ExecContext(ctx, "VACUUM FULL records"); err != nil {
+	if _, err := conn.ExecContext(ctx, "VACUUM FULL records, idempotency"); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available: a reader holds the table
 			return false, nil

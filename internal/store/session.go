@@ -297,7 +297,8 @@ func (db *DB) SessionLog(ctx context.Context, sessionID, after string, limit int
 
 // VerifySession walks the first-parent chain from the head, verifies every
 // ledger and record on it, checks that the head is the one the latest
-// signed reflog entry names, and, given expectHeadHash, that the chain
+// signed reflog entry names and the one the log's newest head move of the
+// session names (checkLogHead), and, given expectHeadHash, that the chain
 // still holds that hash (a history cut short since it was handed out).
 func (db *DB) VerifySession(ctx context.Context, sessionID, expectHeadHash string) (*kura.SessionVerification, error) {
 	if expectHeadHash != "" && !kura.ValidHash(expectHeadHash) {
@@ -354,6 +355,9 @@ func (db *DB) VerifySession(ctx context.Context, sessionID, expectHeadHash strin
 			return nil, mapErr(err)
 		}
 		cur = &parent.String
+	}
+	if err := db.checkLogHead(ctx, s.ID, v, problem); err != nil {
+		return nil, err
 	}
 	if expectHeadHash != "" {
 		v.ExpectHeadHashFound = &found

@@ -212,20 +212,24 @@ func TestStore_SignaturesCatchWhatHashesCannot(t *testing.T) {
 		if v.OK {
 			t.Fatalf("session verify: got ok after a consistent rewrite, want problems")
 		}
-		var heads, ledgers int
+		var heads, ledgers, logHeads int
 		for _, p := range v.Problems {
 			switch p.Field {
 			case "head_signature":
 				heads++
 			case "ledger":
 				ledgers++
+			case "log_head":
+				// The log's newest head move names the head hash before
+				// the rewrite.
+				logHeads++
 			default:
 				t.Errorf("unexpected problem %+v: every hash was recomputed", p)
 			}
 		}
 		// Head moves 2, 3 and 4 point at the rewritten ledgers.
-		if heads != 3 || ledgers != 3 {
-			t.Errorf("got %d head signature and %d ledger problems (%s), want 3 and 3", heads, ledgers, problemFields(v))
+		if heads != 3 || ledgers != 3 || logHeads != 1 {
+			t.Errorf("got %d head signature, %d ledger and %d log head problems (%s), want 3, 3 and 1", heads, ledgers, logHeads, problemFields(v))
 		}
 	})
 

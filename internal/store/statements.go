@@ -66,6 +66,7 @@ func writeStatements() []string {
 		qAncestorOf,
 		qInsertRecord,
 		qRecordByHash,
+		qRecordByHashCheck,
 		qRedactionByRecord,
 		qRedactRecord,
 		qInsertRedaction,
