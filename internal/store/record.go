@@ -111,7 +111,7 @@ func absOver(s string) bool {
 const recordCols = "id, hash, content_hash, seal, type, content, author_id, metadata, created_at, redacted"
 
 // A record's hash is unique twice over: UNIQUE(hash), and the index
-// records_hash_check on its bytes (migration 0017). ON CONFLICT DO NOTHING
+// records_hash_check on lower(hash) (migration 0017). ON CONFLICT DO NOTHING
 // names neither, so a hash one of the two holds is a duplicate even when
 // the other has lost its row; a record is never inserted beside another
 // with its hash.
@@ -120,7 +120,7 @@ const (
 	qRecordByHash = "SELECT " + recordCols + " FROM records WHERE hash = ?"
 	// qRecordByHashCheck finds a record through records_hash_check, not
 	// UNIQUE(hash).
-	qRecordByHashCheck = "SELECT " + recordCols + " FROM records WHERE unhex(hash) = unhex(?)"
+	qRecordByHashCheck = "SELECT " + recordCols + " FROM records WHERE lower(hash) = lower(?)"
 )
 
 // InsertRecord writes p in tx, or returns the existing record with the same
