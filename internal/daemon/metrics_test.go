@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kura-memory/kura/client"
 	"github.com/kura-memory/kura/internal/kuradtest"
@@ -49,6 +50,31 @@ func scrapeMetrics(t *testing.T, base string) series {
 	return out
 }
 
+// scrapeSettled scrapes until the writer's families agree with each other:
+// a transaction bumps its counters and its histograms one after another, and
+// the doorbell's cursor saves commit in the background, so one scrape can
+// land between them. It gives up after about two seconds and returns the
+// last scrape for the caller to judge.
+func scrapeSettled(t *testing.T, base string) series {
+	t.Helper()
+	var s series
+	for range 100 {
+		s = scrapeMetrics(t, base)
+		tx := s.sum("kura_writer_transactions_total")
+		settled := s.sum("kura_writer_batch_size_count") == tx &&
+			s.sum("kura_writer_batch_size_sum") == s.sum("kura_writer_jobs_total")
+		if _, ok := s["kura_writer_lock_hold_duration_seconds_count"]; ok {
+			settled = settled && s.sum("kura_writer_lock_hold_duration_seconds_count") == tx &&
+				s.sum("kura_writer_lock_wait_duration_seconds_count") == tx
+		}
+		if settled {
+			return s
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s
+}
+
 // sum adds every series of a family whose labels contain all of match.
 func (s series) sum(name string, match ...string) float64 {
 	var total float64
@@ -73,7 +99,7 @@ func TestMetrics_MoveWithWrites(t *testing.T) {
 	base := kuradtest.Start(t)
 	c := client.New(base)
 	ctx := t.Context()
-	before := scrapeMetrics(t, base)
+	before := scrapeSettled(t, base)
 
 	for _, name := range []string{
 		"kura_writer_batch_size_count", "kura_writer_commit_duration_seconds_count",
@@ -107,7 +133,7 @@ func TestMetrics_MoveWithWrites(t *testing.T) {
 	if _, err := c.PutRecords(ctx, inputs[0]); err != nil {
 		t.Fatalf("put a batch again: %v", err)
 	}
-	after := scrapeMetrics(t, base)
+	after := scrapeSettled(t, base)
 
 	delta := func(name string, match ...string) float64 {
 		return after.sum(name, match...) - before.sum(name, match...)
