@@ -110,17 +110,9 @@ func absOver(s string) bool {
 
 const recordCols = "id, hash, content_hash, seal, type, content, author_id, metadata, created_at, redacted"
 
-// A record's hash is unique twice over: UNIQUE(hash), and the index
-// records_hash_check on lower(hash) (migration 0017). ON CONFLICT DO NOTHING
-// names neither, so a hash one of the two holds is a duplicate even when
-// the other has lost its row; a record is never inserted beside another
-// with its hash.
 const (
-	qInsertRecord = "INSERT INTO records(" + recordCols + ") VALUES(?,?,?,?,?,?,?,?,?,0) ON CONFLICT DO NOTHING"
+	qInsertRecord = "INSERT INTO records(" + recordCols + ") VALUES(?,?,?,?,?,?,?,?,?,0) ON CONFLICT(hash) DO NOTHING"
 	qRecordByHash = "SELECT " + recordCols + " FROM records WHERE hash = ?"
-	// qRecordByHashCheck finds a record through records_hash_check, not
-	// UNIQUE(hash).
-	qRecordByHashCheck = "SELECT " + recordCols + " FROM records WHERE lower(hash) = lower(?)"
 )
 
 // InsertRecord writes p in tx, or returns the existing record with the same
@@ -146,11 +138,6 @@ func (tx *Tx) InsertRecord(p *PreparedRecord) (*kura.Record, error) {
 	}
 	if !inserted {
 		r, err := scanRecord(tx.QueryRow(qRecordByHash, p.Hash))
-		if kura.IsCode(err, kura.ENotFound) {
-			// The conflict was in records_hash_check: UNIQUE(hash) lost
-			// the row.
-			r, err = scanRecord(tx.QueryRow(qRecordByHashCheck, p.Hash))
-		}
 		if err != nil {
 			return nil, err
 		}

@@ -32,7 +32,7 @@ type preRecord struct {
 
 // recordRows inserts records many rows a statement, answering the ids it
 // inserted.
-var recordRows = newMultiRow("INSERT INTO records("+recordCols+") VALUES ", 10, 500, " ON CONFLICT DO NOTHING RETURNING id")
+var recordRows = newMultiRow("INSERT INTO records("+recordCols+") VALUES ", 10, 500, " ON CONFLICT(hash) DO NOTHING RETURNING id")
 
 // preinsertRecords writes the records of the lock-free jobs among txs
 // (each job's Tx, in run order, nil where the job is not run) and hands

@@ -66,7 +66,6 @@ func writeStatements() []string {
 		qAncestorOf,
 		qInsertRecord,
 		qRecordByHash,
-		qRecordByHashCheck,
 		qRedactionByRecord,
 		qRedactRecord,
 		qInsertRedaction,
