@@ -19,8 +19,10 @@ const (
 
 // compactChunk is how many seqs one compaction transaction deletes: the
 // writer is shared, so a large compaction goes in many short transactions
-// rather than one that holds every other write up. Tests make it smaller.
-var compactChunk int64 = 5000
+// rather than one that holds every other write up. A test makes one
+// DB's smaller (DB.compactChunk), never the package's: tests run in
+// parallel.
+const compactChunk int64 = 5000
 
 const (
 	qMetaValue    = "SELECT value FROM meta WHERE key = ?"
@@ -99,7 +101,11 @@ func (db *DB) CompactEvents(ctx context.Context, beforeSeq int64) (*kura.EventCo
 				done = true
 				return nil
 			}
-			upto := min(target, through+compactChunk)
+			chunk := compactChunk
+			if n := db.compactChunk.Load(); n > 0 {
+				chunk = n
+			}
+			upto := min(target, through+chunk)
 			r, err := tx.Exec(qDeleteEvents, upto)
 			if err != nil {
 				return err

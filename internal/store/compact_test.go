@@ -200,7 +200,7 @@ func TestStore_CompactEventsInChunks(t *testing.T) {
 	t.Parallel()
 	db := MustOpenStore(t)
 	ctx := context.Background()
-	defer store.SetCompactChunk(7)()
+	defer store.SetCompactChunk(db, 7)()
 	mustRecords(t, db, 40)
 	last := db.LastEventSeq()
 	if err := db.SavePublishedSeq(ctx, last); err != nil {

@@ -190,6 +190,10 @@ type DB struct {
 	fileLock *dirlock.Lock  // the database file, held from Open to Close (SQLite)
 	integ    integrityState // the full integrity check at start (startcheck.go)
 
+	// compactChunk, when above 0, replaces compactChunk for this DB (a
+	// test's).
+	compactChunk atomic.Int64
+
 	vecs  vectorIndexes // semantic indexes built so far (vecindex.go)
 	embed embedState    // the embedder as the worker and searches saw it (vectors.go)
 }
